@@ -1,0 +1,90 @@
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Command } from "commander";
+import next from "next";
+import { describeDatabase, loadConfig } from "../../server/config.ts";
+import { CliError, EXIT, progressDone } from "../output.ts";
+import { runMigrate } from "./migrate.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const SOURCES = ["app", "components", "server", "public", "next.config.mjs", "package.json"];
+
+/** The newest modification time under the app's sources (generated code excluded). */
+function newestSource(entry: string): number {
+  const full = path.join(ROOT, entry);
+  if (!existsSync(full)) return 0;
+  const stat = statSync(full);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs;
+  for (const child of readdirSync(full)) {
+    if (child === "generated" || child === "node_modules") continue;
+    newest = Math.max(newest, newestSource(path.join(entry, child)));
+  }
+  return newest;
+}
+
+function buildIsCurrent(): boolean {
+  const buildId = path.join(ROOT, ".next", "BUILD_ID");
+  if (!existsSync(buildId)) return false;
+  const built = statSync(buildId).mtimeMs;
+  return SOURCES.every((s) => newestSource(s) <= built);
+}
+
+async function buildApp(): Promise<void> {
+  progressDone("Building the dashboard (first start or sources changed; about 30 s)…");
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, "node_modules", "next", "dist", "bin", "next"), "build"], {
+      cwd: ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new CliError(`next build failed (exit ${code})`))));
+  });
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command("serve")
+    .description("migrate the catalog, then serve the dashboard and the API")
+    .option("--dev", "run Next.js in development mode (hot reload)")
+    .option("--rebuild", "rebuild the dashboard even if the build looks current")
+    .action(async (opts: { dev?: boolean; rebuild?: boolean }) => {
+      const config = loadConfig();
+      const migrated = await runMigrate(config.databaseUrl);
+      progressDone(
+        `Catalog: ${describeDatabase(config.databaseUrl)} (${migrated.latest ?? "no migrations"}` +
+          `${migrated.applied.length ? `, applied ${migrated.applied.length} now` : ""})`,
+      );
+      const dev = Boolean(opts.dev);
+      if (!dev && (opts.rebuild || !buildIsCurrent())) await buildApp();
+
+      process.env.NEXT_TELEMETRY_DISABLED = "1";
+      const app = next({ dev, dir: ROOT, hostname: config.bind, port: config.port });
+      await app.prepare();
+      const handle = app.getRequestHandler();
+      const server = createServer((req, res) => void handle(req, res));
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", (error: NodeJS.ErrnoException) =>
+          reject(
+            error.code === "EADDRINUSE"
+              ? new CliError(`port ${config.port} is in use: set PORT to another port`, EXIT.CONFIG)
+              : error,
+          ),
+        );
+        server.listen(config.port, config.bind, resolve);
+      });
+      const shown = config.bind === "0.0.0.0" ? "localhost" : config.bind;
+      progressDone(`Strata is serving the dashboard and API on http://${shown}:${config.port}`);
+
+      const stop = () => {
+        server.close();
+        void app.close().finally(() => process.exit(0));
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+}

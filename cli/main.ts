@@ -1,0 +1,31 @@
+import { Command, CommanderError } from "commander";
+import { ConfigError } from "../server/config.ts";
+import { registerMigrate } from "./commands/migrate.ts";
+import { registerServe } from "./commands/serve.ts";
+import { EXIT, CliError } from "./output.ts";
+
+const program = new Command()
+  .name("strata")
+  .description("Snapshot control plane for AI coding-agent workspaces")
+  .showHelpAfterError()
+  .exitOverride();
+
+registerServe(program);
+registerMigrate(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    process.exitCode = error.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+  } else if (error instanceof ConfigError) {
+    process.stderr.write(`strata: ${error.message}\n`);
+    process.exitCode = EXIT.CONFIG;
+  } else if (error instanceof CliError) {
+    process.stderr.write(`strata: ${error.message}\n`);
+    process.exitCode = error.exitCode;
+  } else {
+    process.stderr.write(`strata: ${(error as Error).stack ?? String(error)}\n`);
+    process.exitCode = EXIT.FAILURE;
+  }
+}

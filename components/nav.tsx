@@ -1,0 +1,44 @@
+"use client";
+import Link from "next/link";
+import { usePathname } from "next/navigation";
+import { useQuery } from "@tanstack/react-query";
+import { useTRPC } from "./trpc.tsx";
+
+const LINKS = [
+  { href: "/repositories", label: "Repositories" },
+  { href: "/snapshots", label: "Snapshots" },
+  { href: "/pins", label: "Pins" },
+  { href: "/restores", label: "Restores" },
+  { href: "/gc", label: "Garbage collection" },
+];
+
+export function Nav() {
+  const pathname = usePathname();
+  const trpc = useTRPC();
+  const health = useQuery(trpc.health.queryOptions());
+  return (
+    <aside className="sidebar">
+      <div className="brand">
+        Strata<small>workspace snapshot lineage</small>
+      </div>
+      <nav aria-label="Main">
+        <ul className="nav">
+          {LINKS.map((link) => (
+            <li key={link.href}>
+              <Link href={link.href} aria-current={pathname.startsWith(link.href) ? "page" : undefined}>
+                {link.label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <div className="footer-health" data-testid="health">
+        {health.data
+          ? `${health.data.database} · ${health.data.migration ?? "no migrations"}`
+          : health.isError
+            ? "catalog unreachable"
+            : "…"}
+      </div>
+    </aside>
+  );
+}

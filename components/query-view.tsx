@@ -1,0 +1,55 @@
+"use client";
+import type { ReactNode } from "react";
+
+/** Loading, error and empty states around a query's data, the same on every page. */
+export function QueryView<T>({
+  query,
+  isEmpty,
+  empty,
+  children,
+}: {
+  query: { data: T | undefined; isPending: boolean; error: { message: string } | null };
+  isEmpty: (data: T) => boolean;
+  empty: { title: string; body: ReactNode };
+  children: (data: T) => ReactNode;
+}) {
+  if (query.error) return <div className="panel error" role="status">Could not load: {query.error.message}</div>;
+  if (query.isPending || query.data === undefined) return <div className="panel status">Loading…</div>;
+  if (isEmpty(query.data)) {
+    return (
+      <div className="panel empty" data-testid="empty-state">
+        <h2>{empty.title}</h2>
+        {empty.body}
+      </div>
+    );
+  }
+  return <>{children(query.data)}</>;
+}
+
+export function StateBadge({ state }: { state: string }) {
+  return <span className={`badge ${state}`}>{state}</span>;
+}
+
+export function ShortId({ id }: { id: string | null | undefined }) {
+  if (!id) return <span className="mono">—</span>;
+  return <span className="mono" title={id}>{id.slice(0, 8)}</span>;
+}
+
+export function When({ at }: { at: Date | string | null | undefined }) {
+  if (!at) return <>—</>;
+  const date = new Date(at);
+  return <time dateTime={date.toISOString()}>{date.toISOString().replace("T", " ").slice(0, 19)}</time>;
+}
+
+export function formatBytes(bytes: bigint | number): string {
+  const n = Number(bytes);
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let value = n / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}

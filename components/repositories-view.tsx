@@ -1,0 +1,55 @@
+"use client";
+import { useQuery } from "@tanstack/react-query";
+import { useTRPC } from "./trpc.tsx";
+import { QueryView, When } from "./query-view.tsx";
+
+export function RepositoriesView() {
+  const trpc = useTRPC();
+  const query = useQuery(trpc.browse.repositories.queryOptions());
+  return (
+    <QueryView
+      query={query}
+      isEmpty={(rows) => rows.length === 0}
+      empty={{
+        title: "No repositories yet",
+        body: (
+          <p>
+            A repository appears here when an agent publishes its first clean baseline or work checkpoint
+            through the agent API. Its lineage graph, baselines and checkpoint chains will show on this page.
+          </p>
+        ),
+      }}
+    >
+      {(rows) => (
+        <div className="panel">
+          <table>
+            <thead>
+              <tr>
+                <th>Repository</th>
+                <th>Identity</th>
+                <th>Ready baselines</th>
+                <th>Ready checkpoints</th>
+                <th>Lineages</th>
+                <th>Snapshots</th>
+                <th>First seen</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr key={r.id}>
+                  <td>{r.name}</td>
+                  <td className="mono">{r.identity}</td>
+                  <td>{r.readyBaselines}</td>
+                  <td>{r.readyCheckpoints}</td>
+                  <td>{r._count.lineages}</td>
+                  <td>{r._count.snapshots}</td>
+                  <td><When at={r.createdAt} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </QueryView>
+  );
+}

@@ -1,0 +1,80 @@
+"use client";
+import { useInfiniteQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { useTRPC } from "./trpc.tsx";
+import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+
+export function SnapshotsView() {
+  const trpc = useTRPC();
+  const [includeRetired, setIncludeRetired] = useState(false);
+  const query = useInfiniteQuery(
+    trpc.browse.snapshots.infiniteQueryOptions(
+      { includeRetired, limit: 50 },
+      { getNextPageParam: (page) => page.nextCursor ?? undefined },
+    ),
+  );
+  const rows = query.data?.pages.flatMap((p) => p.items);
+  return (
+    <>
+      <label style={{ display: "inline-flex", gap: 6, marginBottom: 12 }}>
+        <input type="checkbox" checked={includeRetired} onChange={(e) => setIncludeRetired(e.target.checked)} />
+        Show retired and deleted snapshots
+      </label>
+      <QueryView
+        query={{ data: rows, isPending: query.isPending, error: query.error }}
+        isEmpty={(r) => r.length === 0}
+        empty={{
+          title: "No snapshots yet",
+          body: (
+            <p>
+              Snapshots are recorded when an agent publishes a validated baseline of a clean checkout, or
+              appends a checkpoint of its own work in progress. Both kinds will be listed here.
+            </p>
+          ),
+        }}
+      >
+        {(items) => (
+          <div className="panel">
+            <table>
+              <thead>
+                <tr>
+                  <th>Snapshot</th>
+                  <th>Class</th>
+                  <th>State</th>
+                  <th>Repository</th>
+                  <th>Agent</th>
+                  <th>Ref / work context</th>
+                  <th>Head</th>
+                  <th>Size</th>
+                  <th>Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {items.map((s) => (
+                  <tr key={s.id}>
+                    <td>{s.alias ?? <ShortId id={s.id} />}</td>
+                    <td>{s.class}</td>
+                    <td><StateBadge state={s.state} /></td>
+                    <td>{s.repository.name}</td>
+                    <td>{s.agent.name}</td>
+                    <td className="mono">{s.class === "baseline" ? s.canonicalRef : `${s.workContextId} #${s.sequence}`}</td>
+                    <td><ShortId id={s.headCommit} /></td>
+                    <td>{formatBytes(s.sizeBytes)}</td>
+                    <td><When at={s.createdAt} /></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            {query.hasNextPage ? (
+              <div className="status">
+                <button type="button" onClick={() => void query.fetchNextPage()} disabled={query.isFetchingNextPage}>
+                  {query.isFetchingNextPage ? "Loading…" : "Load more"}
+                </button>
+              </div>
+            ) : null}
+          </div>
+        )}
+      </QueryView>
+    </>
+  );
+}

@@ -1,0 +1,76 @@
+// The process configuration: one zod schema, read once at start-up. A bad value stops the
+// process with a message that names the variable.
+import path from "node:path";
+import { z } from "zod";
+
+const databaseUrl = z
+  .string()
+  .trim()
+  .refine((v) => /^(file:|postgres(ql)?:\/\/)/.test(v), {
+    message: "must start with file: (SQLite) or postgresql:// (PostgreSQL)",
+  });
+
+const envSchema = z.object({
+  STRATA_DATA_DIR: z.string().trim().min(1).default("./.strata"),
+  DATABASE_URL: databaseUrl.optional(),
+  PORT: z.coerce.number().int().min(1).max(65535).default(3000),
+  /// Interface the HTTP server binds to.
+  STRATA_BIND: z.string().trim().min(1).default("127.0.0.1"),
+  STRATA_LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+});
+
+export interface Config {
+  dataDir: string;
+  databaseUrl: string;
+  port: number;
+  bind: string;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+}
+
+export class ConfigError extends Error {
+  readonly code = "CONFIG_INVALID";
+  constructor(readonly problems: { variable: string; message: string }[]) {
+    super(
+      "Invalid configuration:\n" +
+        problems.map((p) => `  ${p.variable}: ${p.message}`).join("\n"),
+    );
+    this.name = "ConfigError";
+  }
+}
+
+/** Reads the configuration from an environment (process.env by default). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty strings mean "unset", as a shell `VAR=` usually intends.
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value !== ""),
+  );
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? "environment"),
+        message: issue.message,
+      })),
+    );
+  }
+  const v = parsed.data;
+  const dataDir = path.resolve(v.STRATA_DATA_DIR);
+  return {
+    dataDir,
+    databaseUrl: v.DATABASE_URL ?? `file:${path.join(dataDir, "strata.db")}`,
+    port: v.PORT,
+    bind: v.STRATA_BIND,
+    logLevel: v.STRATA_LOG_LEVEL,
+  };
+}
+
+/** Names a database for people and logs, without credentials. */
+export function describeDatabase(url: string): string {
+  if (url.startsWith("file:")) return `SQLite at ${url.slice("file:".length)}`;
+  try {
+    const parsed = new URL(url);
+    return `PostgreSQL at ${parsed.hostname}${parsed.port ? `:${parsed.port}` : ""}${parsed.pathname}`;
+  } catch {
+    return "PostgreSQL";
+  }
+}

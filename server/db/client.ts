@@ -1,0 +1,99 @@
+// The Prisma client factory for both providers. The app is typed against the PostgreSQL
+// client; the SQLite client is generated from the same models and has the same API.
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import pg from "pg";
+import { parseIntoClientConfig } from "pg-connection-string";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
+import { PrismaClient, type Prisma } from "./generated/postgres/client.ts";
+import { PrismaClient as SqlitePrismaClient } from "./generated/sqlite/client.ts";
+import { serializeSqlite } from "./sqlite-serial.ts";
+
+export type DatabaseKind = "sqlite" | "postgres";
+export type Catalog = PrismaClient;
+/** A database handle: the client itself or an open transaction. Services take this. */
+export type Db = PrismaClient | Prisma.TransactionClient;
+
+export function databaseKind(url: string): DatabaseKind {
+  if (url.startsWith("file:")) return "sqlite";
+  if (/^postgres(ql)?:\/\//.test(url)) return "postgres";
+  throw new Error("DATABASE_URL must start with file: or postgresql://");
+}
+
+export function sqlitePath(url: string): string {
+  return url.replace(/^file:/, "").replace(/\?.*$/, "");
+}
+
+/**
+ * pg returns catalog columns typed `name`/`char` (OIDs 19/18), which Prisma's adapter cannot
+ * deserialize (prisma/orm#27403); they are text for every purpose here.
+ */
+class CatalogPgClient extends pg.Client {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's overloads are untypable here
+  override query(...args: any[]): any {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const result = (super.query as (...a: any[]) => any)(...args);
+    if (result && typeof result.then === "function") return result.then(relabelTextTypes);
+    return result;
+  }
+}
+
+function relabelTextTypes<T>(result: T): T {
+  const fields = (result as { fields?: { dataTypeID: number }[] } | undefined)?.fields;
+  for (const field of fields ?? []) {
+    if (field.dataTypeID === 18 || field.dataTypeID === 19) field.dataTypeID = 25;
+  }
+  return result;
+}
+
+export function createPgPool(url: string, max = 10): pg.Pool {
+  // Discrete fields, not connectionString: see STACK.md (the shadow-database defect).
+  const config = parseIntoClientConfig(url);
+  return new pg.Pool({
+    ...(config as pg.PoolConfig),
+    max,
+    Client: CatalogPgClient,
+    allowExitOnIdle: true,
+  });
+}
+
+export interface CatalogHandle {
+  db: Catalog;
+  kind: DatabaseKind;
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** PostgreSQL pool size. */
+  poolSize?: number;
+}
+
+/** Opens the catalog database. It does not migrate: call migrate() first. */
+export function openCatalog(url: string, options: OpenOptions = {}): CatalogHandle {
+  const kind = databaseKind(url);
+  if (kind === "postgres") {
+    const adapter = new PrismaPg(createPgPool(url, options.poolSize), { disposeExternalPool: true });
+    const db = new PrismaClient({ adapter });
+    return { db, kind, url, close: () => db.$disconnect() };
+  }
+  const file = sqlitePath(url);
+  if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const adapter = serializeSqlite(new PrismaBetterSQLite3({ url: `file:${file}`, timeout: 15_000 }));
+  // Same models, same API: the SQLite client is used through the PostgreSQL client's type.
+  const db = new SqlitePrismaClient({ adapter }) as unknown as Catalog;
+  return { db, kind, url, close: () => db.$disconnect() };
+}
+
+/** Runs fn in a transaction, reusing the caller's when db already is one. */
+export async function inTransaction<T>(
+  db: Db,
+  fn: (tx: Prisma.TransactionClient) => Promise<T>,
+  options?: { isolationLevel?: Prisma.TransactionIsolationLevel; timeout?: number },
+): Promise<T> {
+  if ("$transaction" in db) {
+    return db.$transaction(fn, { maxWait: 10_000, timeout: options?.timeout ?? 20_000, ...options });
+  }
+  return fn(db);
+}

@@ -1,0 +1,61 @@
+// The one error type of the domain. Code checks `code`; `message` and `hint` are for people.
+
+export const ERROR_CODES = {
+  INVALID_INPUT: { status: "BAD_REQUEST", retryable: false },
+  NOT_FOUND: { status: "NOT_FOUND", retryable: false },
+  FORBIDDEN: { status: "FORBIDDEN", retryable: false },
+  UNAUTHORIZED: { status: "UNAUTHORIZED", retryable: false },
+  CONFLICT: { status: "CONFLICT", retryable: false },
+  EVIDENCE_INVALID: { status: "UNPROCESSABLE_CONTENT", retryable: false },
+  BASELINE_STALE: { status: "CONFLICT", retryable: true },
+  FENCE_LOST: { status: "CONFLICT", retryable: false },
+  SNAPSHOT_RETIRED: { status: "PRECONDITION_FAILED", retryable: false },
+  PIN_REFUSED: { status: "PRECONDITION_FAILED", retryable: false },
+  PIN_CLOSED: { status: "CONFLICT", retryable: false },
+  BLOB_CORRUPT: { status: "UNPROCESSABLE_CONTENT", retryable: true },
+  BLOB_MISSING: { status: "NOT_FOUND", retryable: false },
+  UNAVAILABLE: { status: "SERVICE_UNAVAILABLE", retryable: true },
+  INTERNAL: { status: "INTERNAL_SERVER_ERROR", retryable: true },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface StrataErrorOptions {
+  hint?: string;
+  retryable?: boolean;
+  /** Machine-readable details. Never put secrets or request values that may hold them here. */
+  data?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class StrataError extends Error {
+  readonly code: ErrorCode;
+  readonly hint: string | undefined;
+  readonly retryable: boolean;
+  readonly data: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: StrataErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.name = "StrataError";
+    this.code = code;
+    this.hint = options.hint;
+    this.retryable = options.retryable ?? ERROR_CODES[code].retryable;
+    this.data = options.data;
+  }
+
+  toJSON(): StrataErrorShape {
+    return { code: this.code, message: this.message, hint: this.hint ?? null, retryable: this.retryable, data: this.data ?? null };
+  }
+}
+
+export interface StrataErrorShape {
+  code: ErrorCode;
+  message: string;
+  hint: string | null;
+  retryable: boolean;
+  data: Record<string, unknown> | null;
+}
+
+export function isStrataError(error: unknown, code?: ErrorCode): error is StrataError {
+  return error instanceof StrataError && (code === undefined || error.code === code);
+}

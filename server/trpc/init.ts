@@ -1,0 +1,72 @@
+// tRPC in three parts: 1. context, 2. initialization (transformer, error formatter),
+// 3. procedures. Routers build on the procedures exported here.
+import { initTRPC, TRPCError } from "@trpc/server";
+import superjson from "superjson";
+import { ZodError } from "zod";
+import { getCatalog, type CatalogHandle, type Db } from "../services/catalog.ts";
+import { ERROR_CODES, StrataError, type StrataErrorShape } from "../domain/errors.ts";
+
+// 1. Context ----------------------------------------------------------------------------------
+
+export interface ContextInner {
+  db: Db;
+  databaseKind: CatalogHandle["kind"];
+  /** The raw Authorization header; procedures resolve it to an identity. */
+  authorization: string | null;
+}
+
+/** Builds a context without a request, so tests can make a caller over a test database. */
+export function createContextInner(opts: ContextInner): ContextInner {
+  return opts;
+}
+
+export function createContext({ req }: { req: Request }): ContextInner {
+  const catalog = getCatalog();
+  return createContextInner({
+    db: catalog.db,
+    databaseKind: catalog.kind,
+    authorization: req.headers.get("authorization"),
+  });
+}
+
+export type Context = ContextInner;
+
+// 2. Initialization ---------------------------------------------------------------------------
+
+function toStrataShape(error: TRPCError): StrataErrorShape | null {
+  const cause = error.cause;
+  if (cause instanceof StrataError) return cause.toJSON();
+  if (cause instanceof ZodError) {
+    return {
+      code: "INVALID_INPUT",
+      message: "The input is not valid.",
+      hint: cause.issues.map((i) => `${i.path.join(".") || "input"}: ${i.message}`).join("; "),
+      retryable: false,
+      data: null,
+    };
+  }
+  return null;
+}
+
+const t = initTRPC.context<Context>().create({
+  transformer: superjson,
+  errorFormatter({ shape, error }) {
+    return { ...shape, data: { ...shape.data, strata: toStrataShape(error) } };
+  },
+});
+
+/** Maps a thrown StrataError to the tRPC code of its kind; anything else stays internal. */
+const mapErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.cause instanceof StrataError) {
+    const cause = result.error.cause;
+    throw new TRPCError({ code: ERROR_CODES[cause.code].status, message: cause.message, cause });
+  }
+  return result;
+});
+
+// 3. Procedures -------------------------------------------------------------------------------
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+export const publicProcedure = t.procedure.use(mapErrors);
