@@ -6,14 +6,32 @@ import tseslint from "typescript-eslint";
 const noDatabaseAccess = {
   patterns: [
     {
-      group: ["**/server/db/**", "**/db/client*", "**/db/generated/**", "@prisma/*", "prisma", "prisma/*", "pg", "better-sqlite3"],
+      group: [
+        "**/server/db/**",
+        "**/db/client*",
+        "**/db/generated/**",
+        "@prisma/*",
+        "prisma",
+        "prisma/*",
+        "pg",
+        "better-sqlite3",
+      ],
       message: "Routers and components must not reach the database: call a service in server/services.",
     },
   ],
 };
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".next/", "server/db/generated/", "test-results/", "playwright-report/", "next-env.d.ts"] },
+  {
+    ignores: [
+      "node_modules/",
+      ".next/",
+      "server/db/generated/",
+      "test-results/",
+      "playwright-report/",
+      "next-env.d.ts",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

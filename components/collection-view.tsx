@@ -16,7 +16,10 @@ export function CollectionView() {
               return (
                 <div className="panel stat" key={state}>
                   <b>{group?.count ?? 0}</b>
-                  <span>layers {state}{group ? ` · ${formatBytes(group.bytes)}` : ""}</span>
+                  <span>
+                    layers {state}
+                    {group ? ` · ${formatBytes(group.bytes)}` : ""}
+                  </span>
                 </div>
               );
             })}
@@ -29,8 +32,8 @@ export function CollectionView() {
             <div className="panel empty" data-testid="empty-state">
               <h2>No collection runs yet</h2>
               <p>
-                Collection frees layers and blobs that no ready snapshot, active pin or recent upload can reach.
-                Runs will be listed here with what each one deleted.
+                Collection frees layers and blobs that no ready snapshot, active pin or recent upload can reach. Runs
+                will be listed here with what each one deleted.
               </p>
             </div>
           ) : (
@@ -51,9 +54,15 @@ export function CollectionView() {
                 <tbody>
                   {data.runs.map((run) => (
                     <tr key={run.id}>
-                      <td><When at={run.startedAt} /></td>
-                      <td><When at={run.finishedAt} /></td>
-                      <td><StateBadge state={run.status} /></td>
+                      <td>
+                        <When at={run.startedAt} />
+                      </td>
+                      <td>
+                        <When at={run.finishedAt} />
+                      </td>
+                      <td>
+                        <StateBadge state={run.status} />
+                      </td>
                       <td>{run.headsReleased}</td>
                       <td>{run.layersDeleted}</td>
                       <td>{run.blobsDeleted}</td>

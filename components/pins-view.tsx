@@ -14,8 +14,8 @@ export function PinsView() {
         title: "No pins",
         body: (
           <p>
-            A pin is taken while a restore is in flight, and for up to 30 days when a restore came back only
-            partly, so garbage collection keeps the snapshot. Nothing holds a snapshot right now.
+            A pin is taken while a restore is in flight, and for up to 30 days when a restore came back only partly, so
+            garbage collection keeps the snapshot. Nothing holds a snapshot right now.
           </p>
         ),
       }}
@@ -37,13 +37,25 @@ export function PinsView() {
             <tbody>
               {rows.map((p) => (
                 <tr key={p.pinId}>
-                  <td><ShortId id={p.pinId} /></td>
-                  <td><ShortId id={p.snapshotId} /></td>
-                  <td><span className={`badge ${p.released ? "retired" : "ready"}`}>{p.released ? "closed" : "active"}</span></td>
+                  <td>
+                    <ShortId id={p.pinId} />
+                  </td>
+                  <td>
+                    <ShortId id={p.snapshotId} />
+                  </td>
+                  <td>
+                    <span className={`badge ${p.released ? "retired" : "ready"}`}>
+                      {p.released ? "closed" : "active"}
+                    </span>
+                  </td>
                   <td>{p.holder ?? "—"}</td>
                   <td>{p.purpose ?? "—"}</td>
-                  <td><When at={p.createdAt} /></td>
-                  <td><When at={p.expiresAt} /></td>
+                  <td>
+                    <When at={p.createdAt} />
+                  </td>
+                  <td>
+                    <When at={p.expiresAt} />
+                  </td>
                 </tr>
               ))}
             </tbody>

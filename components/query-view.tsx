@@ -13,7 +13,12 @@ export function QueryView<T>({
   empty: { title: string; body: ReactNode };
   children: (data: T) => ReactNode;
 }) {
-  if (query.error) return <div className="panel error" role="status">Could not load: {query.error.message}</div>;
+  if (query.error)
+    return (
+      <div className="panel error" role="status">
+        Could not load: {query.error.message}
+      </div>
+    );
   if (query.isPending || query.data === undefined) return <div className="panel status">Loading…</div>;
   if (isEmpty(query.data)) {
     return (
@@ -32,7 +37,11 @@ export function StateBadge({ state }: { state: string }) {
 
 export function ShortId({ id }: { id: string | null | undefined }) {
   if (!id) return <span className="mono">—</span>;
-  return <span className="mono" title={id}>{id.slice(0, 8)}</span>;
+  return (
+    <span className="mono" title={id}>
+      {id.slice(0, 8)}
+    </span>
+  );
 }
 
 export function When({ at }: { at: Date | string | null | undefined }) {

@@ -14,8 +14,8 @@ export function RepositoriesView() {
         title: "No repositories yet",
         body: (
           <p>
-            A repository appears here when an agent publishes its first clean baseline or work checkpoint
-            through the agent API. Its lineage graph, baselines and checkpoint chains will show on this page.
+            A repository appears here when an agent publishes its first clean baseline or work checkpoint through the
+            agent API. Its lineage graph, baselines and checkpoint chains will show on this page.
           </p>
         ),
       }}
@@ -43,7 +43,9 @@ export function RepositoriesView() {
                   <td>{r.readyCheckpoints}</td>
                   <td>{r._count.lineages}</td>
                   <td>{r._count.snapshots}</td>
-                  <td><When at={r.createdAt} /></td>
+                  <td>
+                    <When at={r.createdAt} />
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -39,15 +39,24 @@ export function RestoresView() {
             <tbody>
               {rows.map((r) => (
                 <tr key={r.id}>
-                  <td><ShortId id={r.id} /></td>
+                  <td>
+                    <ShortId id={r.id} />
+                  </td>
                   <td>{r.repository.name}</td>
                   <td>{r.agent.name}</td>
                   <td>{r.rung}</td>
-                  <td><ShortId id={r.snapshotId} /></td>
-                  <td><StateBadge state={r.outcome} />{r.discardedAt ? " (discarded)" : ""}</td>
+                  <td>
+                    <ShortId id={r.snapshotId} />
+                  </td>
+                  <td>
+                    <StateBadge state={r.outcome} />
+                    {r.discardedAt ? " (discarded)" : ""}
+                  </td>
                   <td className="mono">{r.workspace}</td>
                   <td>{r.host}</td>
-                  <td><When at={r.createdAt} /></td>
+                  <td>
+                    <When at={r.createdAt} />
+                  </td>
                 </tr>
               ))}
             </tbody>

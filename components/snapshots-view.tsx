@@ -27,8 +27,8 @@ export function SnapshotsView() {
           title: "No snapshots yet",
           body: (
             <p>
-              Snapshots are recorded when an agent publishes a validated baseline of a clean checkout, or
-              appends a checkpoint of its own work in progress. Both kinds will be listed here.
+              Snapshots are recorded when an agent publishes a validated baseline of a clean checkout, or appends a
+              checkpoint of its own work in progress. Both kinds will be listed here.
             </p>
           ),
         }}
@@ -54,13 +54,21 @@ export function SnapshotsView() {
                   <tr key={s.id}>
                     <td>{s.alias ?? <ShortId id={s.id} />}</td>
                     <td>{s.class}</td>
-                    <td><StateBadge state={s.state} /></td>
+                    <td>
+                      <StateBadge state={s.state} />
+                    </td>
                     <td>{s.repository.name}</td>
                     <td>{s.agent.name}</td>
-                    <td className="mono">{s.class === "baseline" ? s.canonicalRef : `${s.workContextId} #${s.sequence}`}</td>
-                    <td><ShortId id={s.headCommit} /></td>
+                    <td className="mono">
+                      {s.class === "baseline" ? s.canonicalRef : `${s.workContextId} #${s.sequence}`}
+                    </td>
+                    <td>
+                      <ShortId id={s.headCommit} />
+                    </td>
                     <td>{formatBytes(s.sizeBytes)}</td>
-                    <td><When at={s.createdAt} /></td>
+                    <td>
+                      <When at={s.createdAt} />
+                    </td>
                   </tr>
                 ))}
               </tbody>

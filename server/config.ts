@@ -30,10 +30,7 @@ export interface Config {
 export class ConfigError extends Error {
   readonly code = "CONFIG_INVALID";
   constructor(readonly problems: { variable: string; message: string }[]) {
-    super(
-      "Invalid configuration:\n" +
-        problems.map((p) => `  ${p.variable}: ${p.message}`).join("\n"),
-    );
+    super("Invalid configuration:\n" + problems.map((p) => `  ${p.variable}: ${p.message}`).join("\n"));
     this.name = "ConfigError";
   }
 }
@@ -41,9 +38,7 @@ export class ConfigError extends Error {
 /** Reads the configuration from an environment (process.env by default). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Empty strings mean "unset", as a shell `VAR=` usually intends.
-  const present = Object.fromEntries(
-    Object.entries(env).filter(([, value]) => value !== undefined && value !== ""),
-  );
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     throw new ConfigError(

@@ -7,7 +7,10 @@ export async function runMigrate(databaseUrl: string) {
   try {
     return await migrate(databaseUrl);
   } catch (error) {
-    throw new CliError(`could not migrate the ${databaseUrl.startsWith("file:") ? "SQLite" : "PostgreSQL"} catalog: ${(error as Error).message}`, EXIT.DATABASE);
+    throw new CliError(
+      `could not migrate the ${databaseUrl.startsWith("file:") ? "SQLite" : "PostgreSQL"} catalog: ${(error as Error).message}`,
+      EXIT.DATABASE,
+    );
   }
 }
 

@@ -9,6 +9,7 @@ import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaClient, type Prisma } from "./generated/postgres/client.ts";
 import { PrismaClient as SqlitePrismaClient } from "./generated/sqlite/client.ts";
 import { serializeSqlite } from "./sqlite-serial.ts";
+import { isRetryableConflict } from "./errors.ts";
 
 export type DatabaseKind = "sqlite" | "postgres";
 export type Catalog = PrismaClient;
@@ -86,14 +87,28 @@ export function openCatalog(url: string, options: OpenOptions = {}): CatalogHand
   return { db, kind, url, close: () => db.$disconnect() };
 }
 
-/** Runs fn in a transaction, reusing the caller's when db already is one. */
+/**
+ * Runs fn in a transaction, reusing the caller's when db already is one. A transaction this
+ * call owns is retried whole on serialization conflicts (and on RetryTransaction); inside a
+ * caller's transaction the error goes up to the owner, which retries everything.
+ */
 export async function inTransaction<T>(
   db: Db,
   fn: (tx: Prisma.TransactionClient) => Promise<T>,
-  options?: { isolationLevel?: Prisma.TransactionIsolationLevel; timeout?: number },
+  options?: { isolationLevel?: Prisma.TransactionIsolationLevel; timeout?: number; attempts?: number },
 ): Promise<T> {
-  if ("$transaction" in db) {
-    return db.$transaction(fn, { maxWait: 10_000, timeout: options?.timeout ?? 20_000, ...options });
+  if (!("$transaction" in db)) return fn(db);
+  const attempts = options?.attempts ?? 10;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await db.$transaction(fn, {
+        maxWait: 10_000,
+        timeout: options?.timeout ?? 20_000,
+        ...(options?.isolationLevel ? { isolationLevel: options.isolationLevel } : {}),
+      });
+    } catch (error) {
+      if (attempt >= attempts || !isRetryableConflict(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 8 * attempt));
+    }
   }
-  return fn(db);
 }

@@ -130,7 +130,9 @@ function migrateSqlite(url: string, migrations: Migration[]): string[] {
     // IMMEDIATE takes the write lock first, so a second process waits instead of racing.
     const run = db.transaction(() => {
       const rows = db
-        .prepare(`SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`)
+        .prepare(
+          `SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+        )
         .all() as { migration_name: string; checksum: string }[];
       const pending = checkHistory(migrations, new Map(rows.map((r) => [r.migration_name, r.checksum])));
       for (const m of pending) {

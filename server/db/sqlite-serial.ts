@@ -3,12 +3,7 @@
 // This wrapper queues every statement behind open transactions, and makes each transaction take
 // the write lock when it begins, so two processes on one file queue instead of failing to
 // upgrade a read lock (SQLITE_BUSY).
-import type {
-  SqlDriverAdapter,
-  SqlDriverAdapterFactory,
-  SqlQuery,
-  Transaction,
-} from "@prisma/driver-adapter-utils";
+import type { SqlDriverAdapter, SqlDriverAdapterFactory, SqlQuery, Transaction } from "@prisma/driver-adapter-utils";
 
 class Gate {
   #tail: Promise<void> = Promise.resolve();

@@ -44,7 +44,13 @@ export class StrataError extends Error {
   }
 
   toJSON(): StrataErrorShape {
-    return { code: this.code, message: this.message, hint: this.hint ?? null, retryable: this.retryable, data: this.data ?? null };
+    return {
+      code: this.code,
+      message: this.message,
+      hint: this.hint ?? null,
+      retryable: this.retryable,
+      data: this.data ?? null,
+    };
   }
 }
 

@@ -29,8 +29,6 @@ export async function databaseNow(db: Db, kind: DatabaseKind): Promise<Date> {
     const [row] = await db.$queryRawUnsafe<{ now: Date }[]>("SELECT clock_timestamp() AS now");
     return new Date(row!.now);
   }
-  const [row] = await db.$queryRawUnsafe<{ now: string }[]>(
-    "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now",
-  );
+  const [row] = await db.$queryRawUnsafe<{ now: string }[]>("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now");
   return new Date(row!.now);
 }

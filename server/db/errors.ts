@@ -1,0 +1,54 @@
+// Recognizing database errors the same way on both providers.
+import type { Db } from "./client.ts";
+
+interface PrismaLikeError {
+  code?: string;
+  message?: string;
+  cause?: { originalCode?: string; kind?: string };
+}
+
+/** A unique or primary-key violation (P2002 on both providers). */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as PrismaLikeError | null)?.code === "P2002";
+}
+
+/**
+ * Thrown inside a transaction to have its owner run it again from the start, e.g. after losing
+ * an insert race on PostgreSQL, where the failed statement has aborted the transaction.
+ */
+export class RetryTransaction extends Error {
+  constructor(reason: string) {
+    super(`transaction must be retried: ${reason}`);
+    this.name = "RetryTransaction";
+  }
+}
+
+/** A PostgreSQL serialization failure or deadlock, SQLite busy, or RetryTransaction. */
+export function isRetryableConflict(error: unknown): boolean {
+  if (error instanceof RetryTransaction) return true;
+  const e = error as PrismaLikeError | null;
+  if (!e) return false;
+  if (e.code === "P2034") return true;
+  const text = `${e.message ?? ""} ${e.cause?.originalCode ?? ""}`;
+  return /could not serialize|deadlock detected|40001|40P01|SQLITE_BUSY|database is locked/i.test(text);
+}
+
+/**
+ * Locks one snapshot row until the transaction ends (PostgreSQL `FOR UPDATE` / `FOR SHARE`).
+ * SQLite transactions already hold the database write lock, so nothing more is needed there.
+ * Returns false when the row does not exist.
+ */
+export async function lockSnapshotRow(tx: Db, snapshotId: string, mode: "update" | "share"): Promise<boolean> {
+  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+    isPostgresClient(tx)
+      ? `SELECT id FROM snapshots WHERE id = $1 FOR ${mode === "update" ? "UPDATE" : "SHARE"}`
+      : `SELECT id FROM snapshots WHERE id = ?`,
+    snapshotId,
+  );
+  return rows.length > 0;
+}
+
+/** Whether a client or transaction talks to PostgreSQL (both carry Prisma's active provider). */
+export function isPostgresClient(db: Db): boolean {
+  return (db as unknown as { _activeProvider?: string })._activeProvider === "postgresql";
+}
