@@ -1,5 +1,8 @@
 import { Command, CommanderError } from "commander";
+import { ZodError } from "zod";
 import { ConfigError } from "../server/config.ts";
+import { StrataError } from "../server/domain/errors.ts";
+import { registerAgent } from "./commands/agent.ts";
 import { registerMigrate } from "./commands/migrate.ts";
 import { registerServe } from "./commands/serve.ts";
 import { EXIT, CliError } from "./output.ts";
@@ -12,6 +15,7 @@ const program = new Command()
 
 registerServe(program);
 registerMigrate(program);
+registerAgent(program);
 
 try {
   await program.parseAsync(process.argv);
@@ -21,6 +25,14 @@ try {
   } else if (error instanceof ConfigError) {
     process.stderr.write(`strata: ${error.message}\n`);
     process.exitCode = EXIT.CONFIG;
+  } else if (error instanceof StrataError) {
+    process.stderr.write(`strata: ${error.message} [${error.code}]\n${error.hint ? `  hint: ${error.hint}\n` : ""}`);
+    process.exitCode = error.code === "INVALID_INPUT" ? EXIT.USAGE : EXIT.FAILURE;
+  } else if (error instanceof ZodError) {
+    process.stderr.write(
+      `strata: invalid input: ${error.issues.map((i) => `${i.path.join(".") || "value"}: ${i.message}`).join("; ")}\n`,
+    );
+    process.exitCode = EXIT.USAGE;
   } else if (error instanceof CliError) {
     process.stderr.write(`strata: ${error.message}\n`);
     process.exitCode = error.exitCode;

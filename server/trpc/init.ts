@@ -5,14 +5,18 @@ import superjson from "superjson";
 import { ZodError } from "zod";
 import { getCatalog, type CatalogHandle, type Db } from "../services/catalog.ts";
 import { ERROR_CODES, StrataError, type StrataErrorShape } from "../domain/errors.ts";
+import type { UserRole, UserScope } from "../domain/scope.ts";
+import { authenticateAgent } from "../services/agents.ts";
 
 // 1. Context ----------------------------------------------------------------------------------
 
 export interface ContextInner {
   db: Db;
   databaseKind: CatalogHandle["kind"];
-  /** The raw Authorization header; procedures resolve it to an identity. */
+  /** The raw Authorization header; agentProcedure resolves it to an agent. */
   authorization: string | null;
+  /** The signed-in dashboard user, if any (resolved from the session cookie). */
+  user: UserScope | null;
 }
 
 /** Builds a context without a request, so tests can make a caller over a test database. */
@@ -26,6 +30,8 @@ export function createContext({ req }: { req: Request }): ContextInner {
     db: catalog.db,
     databaseKind: catalog.kind,
     authorization: req.headers.get("authorization"),
+    // Dashboard sign-in is not wired yet: no request carries a user.
+    user: null,
   });
 }
 
@@ -70,3 +76,25 @@ const mapErrors = t.middleware(async ({ next }) => {
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure.use(mapErrors);
+
+/** Procedures agents call with `Authorization: Bearer <token>`; ctx.agent scopes every query. */
+export const agentProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  const agent = await authenticateAgent(ctx.db, ctx.authorization);
+  if (!agent) {
+    throw new StrataError("UNAUTHORIZED", "A valid agent token is required.", {
+      hint: "Send Authorization: Bearer <token>; `strata agent create NAME` prints a token.",
+    });
+  }
+  return next({ ctx: { ...ctx, agent } });
+});
+
+/** Procedures for signed-in dashboard users with one of the given roles. Agent tokens never pass. */
+export function staffProcedure(roles: readonly UserRole[]) {
+  return publicProcedure.use(async ({ ctx, next }) => {
+    if (!ctx.user) throw new StrataError("UNAUTHORIZED", "Sign in to the dashboard first.");
+    if (!roles.includes(ctx.user.role)) {
+      throw new StrataError("FORBIDDEN", `This action needs the ${roles.join(" or ")} role.`);
+    }
+    return next({ ctx: { ...ctx, user: ctx.user } });
+  });
+}

@@ -1,0 +1,72 @@
+import type { Command } from "commander";
+import { loadConfig } from "../../server/config.ts";
+import { openCatalog } from "../../server/db/client.ts";
+import { createAgent, createAgentToken, listAgents, revokeAgentTokens } from "../../server/services/agents.ts";
+import { emit } from "../output.ts";
+import { runMigrate } from "./migrate.ts";
+
+/** Opens the configured catalog (migrated), runs fn, and closes it. */
+export async function withCatalog<T>(fn: (db: ReturnType<typeof openCatalog>["db"]) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  await runMigrate(config.databaseUrl);
+  const catalog = openCatalog(config.databaseUrl, { poolSize: 2 });
+  try {
+    return await fn(catalog.db);
+  } finally {
+    await catalog.close();
+  }
+}
+
+export function registerAgent(program: Command): void {
+  const agent = program.command("agent").description("manage agents and their API tokens");
+
+  agent
+    .command("create")
+    .argument("<name>", "the agent's name (letters, digits, . _ -)")
+    .description("create an agent and print its token (shown once)")
+    .option("--json", "print the result as JSON")
+    .action(async (name: string, opts: { json?: boolean }) => {
+      const issued = await withCatalog((db) => createAgent(db, { name }));
+      emit(
+        Boolean(opts.json),
+        issued,
+        `Created agent ${issued.agentName}. Its token, shown only now:\n\n  ${issued.token}\n\n` +
+          `Agents send it as: Authorization: Bearer <token>`,
+      );
+    });
+
+  agent
+    .command("token")
+    .argument("<name>", "an existing agent")
+    .description("issue another token for an agent (to rotate); printed once")
+    .option("--label <label>", "a note to tell tokens apart")
+    .option("--json", "print the result as JSON")
+    .action(async (name: string, opts: { json?: boolean; label?: string }) => {
+      const issued = await withCatalog((db) => createAgentToken(db, { name, label: opts.label }));
+      emit(Boolean(opts.json), issued, `New token for ${issued.agentName}, shown only now:\n\n  ${issued.token}\n`);
+    });
+
+  agent
+    .command("revoke")
+    .argument("<name>", "the agent")
+    .option("--prefix <prefix>", "revoke only the token starting with this prefix")
+    .option("--json", "print the result as JSON")
+    .description("revoke an agent's tokens (all, or one by prefix)")
+    .action(async (name: string, opts: { json?: boolean; prefix?: string }) => {
+      const revoked = await withCatalog((db) => revokeAgentTokens(db, { name, prefix: opts.prefix }));
+      emit(Boolean(opts.json), { agentName: name, revoked }, `Revoked ${revoked} token(s) of ${name}.`);
+    });
+
+  agent
+    .command("list")
+    .option("--json", "print the result as JSON")
+    .description("list agents and their tokens (prefixes only)")
+    .action(async (opts: { json?: boolean }) => {
+      const agents = await withCatalog((db) => listAgents(db));
+      const lines = agents.map(
+        (a) =>
+          `${a.name}  tokens: ${a.tokens.map((t) => `${t.prefix}…${t.revokedAt ? " (revoked)" : ""}`).join(", ") || "none"}`,
+      );
+      emit(Boolean(opts.json), agents, lines.join("\n") || "No agents yet: strata agent create NAME");
+    });
+}

@@ -1,0 +1,24 @@
+// Who is calling. These types can only be made by the authentication gate
+// (server/services/agents.ts for agents; dashboard sign-in for users), so a service that takes
+// an AgentScope knows the id was proven by a token, not taken from input.
+
+declare const agentBrand: unique symbol;
+export type AgentScope = { readonly agentId: string; readonly agentName: string } & { readonly [agentBrand]: true };
+
+export type UserRole = "operator" | "support" | "admin";
+export const USER_ROLES: readonly UserRole[] = ["operator", "support", "admin"];
+
+declare const userBrand: unique symbol;
+export type UserScope = { readonly userId: string; readonly email: string; readonly role: UserRole } & {
+  readonly [userBrand]: true;
+};
+
+/** For the authentication gates and tests only. */
+export function trustAgent(agentId: string, agentName: string): AgentScope {
+  return { agentId, agentName } as AgentScope;
+}
+
+/** For the authentication gates and tests only. */
+export function trustUser(userId: string, email: string, role: UserRole): UserScope {
+  return { userId, email, role } as UserScope;
+}

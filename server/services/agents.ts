@@ -1,0 +1,110 @@
+// Agents and their API tokens. A token is shown once, at creation; only its SHA-256 is stored.
+import { createHash, randomBytes } from "node:crypto";
+import { z } from "zod";
+import type { Db } from "../db/client.ts";
+import { isUniqueViolation } from "../db/errors.ts";
+import { StrataError } from "../domain/errors.ts";
+import { trustAgent, type AgentScope } from "../domain/scope.ts";
+
+const TOKEN_PREFIX = "strata_";
+
+export const agentNameSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "use letters, digits, '.', '_' and '-'");
+
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+function newToken(): string {
+  return TOKEN_PREFIX + randomBytes(32).toString("base64url");
+}
+
+export interface IssuedToken {
+  agentId: string;
+  agentName: string;
+  tokenId: string;
+  /** The secret. Shown once; never stored. */
+  token: string;
+  prefix: string;
+}
+
+async function issueToken(db: Db, agentId: string, agentName: string, label?: string): Promise<IssuedToken> {
+  const token = newToken();
+  const prefix = token.slice(0, TOKEN_PREFIX.length + 6);
+  const row = await db.agentToken.create({
+    data: { agentId, tokenHash: hashToken(token), prefix, label: label ?? null },
+  });
+  return { agentId, agentName, tokenId: row.id, token, prefix };
+}
+
+/** Creates an agent and its first token. */
+export async function createAgent(db: Db, opts: { name: string }): Promise<IssuedToken> {
+  const name = agentNameSchema.parse(opts.name);
+  try {
+    const agent = await db.agent.create({ data: { name } });
+    return await issueToken(db, agent.id, agent.name);
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw new StrataError("CONFLICT", `An agent named ${name} already exists.`, {
+        hint: "Choose another name, or issue a new token for the existing agent.",
+      });
+    }
+    throw error;
+  }
+}
+
+/** Issues another token for an existing agent (e.g. to rotate). */
+export async function createAgentToken(db: Db, opts: { name: string; label?: string }): Promise<IssuedToken> {
+  const agent = await db.agent.findUnique({ where: { name: opts.name } });
+  if (!agent) throw new StrataError("NOT_FOUND", `No agent is named ${opts.name}.`);
+  return issueToken(db, agent.id, agent.name, opts.label);
+}
+
+/** Revokes tokens: one by its prefix, or every token of the agent. Returns how many. */
+export async function revokeAgentTokens(db: Db, opts: { name: string; prefix?: string }): Promise<number> {
+  const agent = await db.agent.findUnique({ where: { name: opts.name } });
+  if (!agent) throw new StrataError("NOT_FOUND", `No agent is named ${opts.name}.`);
+  const result = await db.agentToken.updateMany({
+    where: { agentId: agent.id, revokedAt: null, ...(opts.prefix ? { prefix: opts.prefix } : {}) },
+    data: { revokedAt: new Date() },
+  });
+  return result.count;
+}
+
+export async function listAgents(db: Db) {
+  return db.agent.findMany({
+    orderBy: { name: "asc" },
+    select: {
+      id: true,
+      name: true,
+      createdAt: true,
+      tokens: { select: { prefix: true, createdAt: true, lastUsedAt: true, revokedAt: true } },
+    },
+  });
+}
+
+/** Resolves an `Authorization: Bearer …` header to an agent, or null when it proves nothing. */
+export async function authenticateAgent(db: Db, authorization: string | null): Promise<AgentScope | null> {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+  const token = match?.[1];
+  if (!token || !token.startsWith(TOKEN_PREFIX)) return null;
+  const row = await db.agentToken.findUnique({
+    where: { tokenHash: hashToken(token) },
+    select: {
+      id: true,
+      revokedAt: true,
+      lastUsedAt: true,
+      agent: { select: { id: true, name: true, disabledAt: true } },
+    },
+  });
+  if (!row || row.revokedAt || row.agent.disabledAt) return null;
+  // Touch lastUsedAt at most once a minute, so authentication stays a read.
+  if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > 60_000) {
+    await db.agentToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } }).catch(() => undefined);
+  }
+  return trustAgent(row.agent.id, row.agent.name);
+}
