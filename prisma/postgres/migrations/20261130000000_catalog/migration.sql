@@ -65,7 +65,7 @@ CREATE TABLE "lineages" (
     "created_at" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
     CONSTRAINT "lineages_pkey" PRIMARY KEY ("id"),
-    CONSTRAINT "lineages_state_check" CHECK (("state" = 'active' AND "retired_at" IS NULL AND "retired_reason" IS NULL) OR ("state" = 'retired' AND "retired_at" IS NOT NULL AND "retired_reason" IN ('completed', 'declined', 'stale', 'operator')))
+    CONSTRAINT "lineages_state_check" CHECK (("state" = 'active' AND "retired_at" IS NULL AND "retired_reason" IS NULL) OR ("state" = 'retired' AND "retired_at" IS NOT NULL AND "retired_reason" IS NOT NULL AND "retired_reason" IN ('completed', 'declined', 'stale', 'operator')))
 );
 
 -- CreateTable

@@ -56,7 +56,7 @@ CREATE TABLE "lineages" (
     CONSTRAINT "lineages_agent_id_fkey" FOREIGN KEY ("agent_id") REFERENCES "agents" ("id") ON DELETE RESTRICT ON UPDATE CASCADE,
     CONSTRAINT "lineages_repository_id_fkey" FOREIGN KEY ("repository_id") REFERENCES "repositories" ("id") ON DELETE RESTRICT ON UPDATE CASCADE,
     CONSTRAINT "lineages_origin_snapshot_id_fkey" FOREIGN KEY ("origin_snapshot_id") REFERENCES "snapshots" ("id") ON DELETE RESTRICT ON UPDATE CASCADE,
-    CONSTRAINT "lineages_state_check" CHECK (("state" = 'active' AND "retired_at" IS NULL AND "retired_reason" IS NULL) OR ("state" = 'retired' AND "retired_at" IS NOT NULL AND "retired_reason" IN ('completed', 'declined', 'stale', 'operator')))
+    CONSTRAINT "lineages_state_check" CHECK (("state" = 'active' AND "retired_at" IS NULL AND "retired_reason" IS NULL) OR ("state" = 'retired' AND "retired_at" IS NOT NULL AND "retired_reason" IS NOT NULL AND "retired_reason" IN ('completed', 'declined', 'stale', 'operator')))
 );
 
 -- CreateTable
