@@ -6,8 +6,7 @@ import { fileURLToPath } from "node:url";
 export const POSTGRES_SCHEMA = fileURLToPath(new URL("./postgres/schema.prisma", import.meta.url));
 export const SQLITE_SCHEMA = fileURLToPath(new URL("./sqlite/schema.prisma", import.meta.url));
 
-const HEADER =
-  "// GENERATED from prisma/postgres/schema.prisma by `npm run schema:sqlite`. Do not edit.\n";
+const HEADER = "// GENERATED from prisma/postgres/schema.prisma by `npm run schema:sqlite`. Do not edit.\n";
 
 export function toSqliteSchema(postgres: string): string {
   const replaced = postgres

@@ -36,7 +36,7 @@ export class ConfigError extends Error {
 }
 
 /** Reads the configuration from an environment (process.env by default). */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset", as a shell `VAR=` usually intends.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
   const parsed = envSchema.safeParse(present);

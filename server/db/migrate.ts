@@ -127,27 +127,30 @@ function migrateSqlite(url: string, migrations: Migration[]): string[] {
     db.pragma("foreign_keys = ON");
     db.exec(SQLITE_HISTORY);
     const applied: string[] = [];
-    // IMMEDIATE takes the write lock first, so a second process waits instead of racing.
-    const run = db.transaction(() => {
+    // One migration per IMMEDIATE transaction (the write lock first, so a second process waits
+    // instead of racing), re-reading the history each time: a failure keeps the ones before it.
+    const applyNext = db.transaction((): boolean => {
       const rows = db
         .prepare(
           `SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
         )
         .all() as { migration_name: string; checksum: string }[];
-      const pending = checkHistory(migrations, new Map(rows.map((r) => [r.migration_name, r.checksum])));
-      for (const m of pending) {
-        try {
-          db.exec(m.sql);
-        } catch (error) {
-          throw new MigrationError(`Migration ${m.name} failed: ${(error as Error).message}`);
-        }
-        db.prepare(
-          `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, finished_at, applied_steps_count) VALUES (?, ?, ?, current_timestamp, 1)`,
-        ).run(randomUUID(), m.checksum, m.name);
-        applied.push(m.name);
+      const next = checkHistory(migrations, new Map(rows.map((r) => [r.migration_name, r.checksum])))[0];
+      if (!next) return false;
+      try {
+        db.exec(next.sql);
+      } catch (error) {
+        throw new MigrationError(`Migration ${next.name} failed: ${(error as Error).message}`);
       }
+      db.prepare(
+        `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, finished_at, applied_steps_count) VALUES (?, ?, ?, current_timestamp, 1)`,
+      ).run(randomUUID(), next.checksum, next.name);
+      applied.push(next.name);
+      return true;
     });
-    run.immediate();
+    while (applyNext.immediate()) {
+      // keep going until nothing is pending
+    }
     return applied;
   } finally {
     db.close();
@@ -155,9 +158,9 @@ function migrateSqlite(url: string, migrations: Migration[]): string[] {
 }
 
 /** Brings the database at url up to the latest migration. Safe to call from several processes. */
-export async function migrate(url: string): Promise<MigrateResult> {
+export async function migrate(url: string, options: { migrations?: Migration[] } = {}): Promise<MigrateResult> {
   const kind = databaseKind(url);
-  const migrations = readMigrations(kind);
+  const migrations = options.migrations ?? readMigrations(kind);
   const applied = kind === "postgres" ? await migratePostgres(url, migrations) : migrateSqlite(url, migrations);
   return { kind, applied, latest: migrations.at(-1)?.name ?? null };
 }

@@ -262,7 +262,7 @@ CREATE UNIQUE INDEX "repositories_identity_key" ON "repositories"("identity");
 CREATE INDEX "lineages_repository_id_created_at_idx" ON "lineages"("repository_id", "created_at");
 
 -- CreateIndex
-CREATE UNIQUE INDEX "lineages_agent_id_work_context_id_repository_id_backend_kind_base_image_key" ON "lineages"("agent_id", "work_context_id", "repository_id", "backend_kind", "base_image");
+CREATE UNIQUE INDEX "lineages_key" ON "lineages"("agent_id", "work_context_id", "repository_id", "backend_kind", "base_image");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "snapshots_alias_key" ON "snapshots"("alias");

@@ -1,0 +1,48 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, describeDatabase, loadConfig } from "./config.ts";
+
+describe("configuration", () => {
+  it("defaults to an SQLite file under ./.strata and port 3000", () => {
+    const config = loadConfig({});
+    expect(config.dataDir).toBe(path.resolve(".strata"));
+    expect(config.databaseUrl).toBe(`file:${path.resolve(".strata", "strata.db")}`);
+    expect(config.port).toBe(3000);
+  });
+
+  it("puts the default database under STRATA_DATA_DIR", () => {
+    expect(loadConfig({ STRATA_DATA_DIR: "/srv/strata" }).databaseUrl).toBe("file:/srv/strata/strata.db");
+  });
+
+  it("takes a PostgreSQL DATABASE_URL as given", () => {
+    const url = "postgresql://strata@db.internal:5432/catalog";
+    expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+  });
+
+  it("treats an empty variable as unset", () => {
+    expect(loadConfig({ PORT: "", DATABASE_URL: "" }).port).toBe(3000);
+  });
+
+  it.each([
+    ["PORT", "abc"],
+    ["PORT", "70000"],
+    ["DATABASE_URL", "mysql://localhost/x"],
+    ["STRATA_LOG_LEVEL", "loud"],
+  ])("stops on a bad %s and names it", (variable, value) => {
+    let error: unknown;
+    try {
+      loadConfig({ [variable]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((p) => p.variable)).toEqual([variable]);
+    expect((error as ConfigError).message).toContain(variable);
+  });
+
+  it("describes a database without its credentials", () => {
+    const text = describeDatabase("postgresql://strata:s3cret-pass@db.internal:5432/catalog");
+    expect(text).toBe("PostgreSQL at db.internal:5432/catalog");
+    expect(text).not.toContain("s3cret");
+  });
+});
