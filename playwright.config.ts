@@ -1,0 +1,36 @@
+import { defineConfig } from "@playwright/test";
+
+// The app under test runs on its own port with its own fresh embedded database.
+const PORT = Number(process.env.E2E_PORT ?? 3210);
+const DATA_DIR = ".strata-e2e";
+
+export default defineConfig({
+  testDir: "e2e",
+  outputDir: "test-results",
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  forbidOnly: true,
+  reporter: [["list"]],
+  timeout: 60_000,
+  use: {
+    baseURL: `http://127.0.0.1:${PORT}`,
+    browserName: "chromium",
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      // Keep Chromium off the network: these machines have none, and it would keep trying.
+      args: ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    },
+    screenshot: "only-on-failure",
+    trace: "retain-on-failure",
+  },
+  webServer: {
+    command: `rm -rf ${DATA_DIR} && node cli/strata.mjs serve`,
+    url: `http://127.0.0.1:${PORT}/api/trpc/health`,
+    reuseExistingServer: false,
+    timeout: 180_000,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PORT: String(PORT), STRATA_DATA_DIR: DATA_DIR, STRATA_BIND: "127.0.0.1", NEXT_TELEMETRY_DISABLED: "1" },
+  },
+});
