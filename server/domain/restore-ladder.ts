@@ -1,0 +1,88 @@
+// The restore decision. New work starts from the clean baseline of its key; continuing work
+// resumes only from its own lineage's head; anything else starts cold. A failed rung walks
+// down: checkpoint -> the lineage's recorded baseline or the current one -> cold.
+
+export type Rung = "checkpoint" | "baseline" | "cold";
+export const RUNGS: readonly Rung[] = ["checkpoint", "baseline", "cold"];
+
+/** What the decision needs to know about a candidate snapshot. */
+export interface CandidateFacts {
+  id: string;
+  class: string;
+  state: string;
+  workContextId: string | null;
+}
+
+export interface LineageFacts {
+  state: string;
+  workContextId: string;
+  /** Whether the lineage ever recorded a checkpoint (its work has state of its own). */
+  hasCheckpoints: boolean;
+}
+
+export interface RestoreChoice {
+  rung: Rung;
+  snapshotId: string | null;
+  /**
+   * The work context had state of its own but is not resuming from it: its agent must inspect
+   * durable external state before repeating writes (a snapshot proves nothing about effects).
+   */
+  mustInspectExternalState: boolean;
+}
+
+/** States a restore may start from when first chosen. */
+const RESTORABLE = "ready";
+/** A lineage's recorded baseline stays usable after a newer one superseded it. */
+const FALLBACK_RESTORABLE = new Set(["ready", "superseded"]);
+
+function eligibleHead(lineage: LineageFacts | null, head: CandidateFacts | null): CandidateFacts | null {
+  if (!lineage || lineage.state !== "active" || !head) return null;
+  if (head.class !== "checkpoint" || head.state !== RESTORABLE) return null;
+  // Never another work context's checkpoint, whatever the caller passed in.
+  if (head.workContextId !== lineage.workContextId) return null;
+  return head;
+}
+
+function eligibleBaseline(candidate: CandidateFacts | null, states: ReadonlySet<string>): CandidateFacts | null {
+  // A checkpoint never satisfies a baseline lookup, even when its tree is clean.
+  if (!candidate || candidate.class !== "baseline" || !states.has(candidate.state)) return null;
+  return candidate;
+}
+
+/** The first rung of an acquire. */
+export function chooseRestore(facts: {
+  lineage: LineageFacts | null;
+  lineageHead: CandidateFacts | null;
+  baseline: CandidateFacts | null;
+}): RestoreChoice {
+  const resumed = Boolean(facts.lineage?.hasCheckpoints);
+  const head = eligibleHead(facts.lineage, facts.lineageHead);
+  if (head) return { rung: "checkpoint", snapshotId: head.id, mustInspectExternalState: false };
+  const baseline = eligibleBaseline(facts.baseline, new Set([RESTORABLE]));
+  if (baseline) return { rung: "baseline", snapshotId: baseline.id, mustInspectExternalState: resumed };
+  return { rung: "cold", snapshotId: null, mustInspectExternalState: resumed };
+}
+
+/** The next rung after `failed` could not be restored; null when the ladder is exhausted. */
+export function nextRungAfterFailure(facts: {
+  failed: Rung;
+  failedSnapshotId: string | null;
+  lineage: LineageFacts | null;
+  /** The snapshot the lineage recorded it began from. */
+  recordedOrigin: CandidateFacts | null;
+  /** The ready baseline of the restore's baseline key now. */
+  currentBaseline: CandidateFacts | null;
+}): RestoreChoice | null {
+  const resumed = Boolean(facts.lineage?.hasCheckpoints);
+  if (facts.failed === "cold") return null;
+  if (facts.failed === "checkpoint") {
+    const usable = (c: CandidateFacts | null, states: ReadonlySet<string>) => {
+      const b = eligibleBaseline(c, states);
+      return b && b.id !== facts.failedSnapshotId ? b : null;
+    };
+    const baseline =
+      usable(facts.recordedOrigin, FALLBACK_RESTORABLE) ?? usable(facts.currentBaseline, new Set([RESTORABLE]));
+    if (baseline) return { rung: "baseline", snapshotId: baseline.id, mustInspectExternalState: resumed };
+  }
+  return { rung: "cold", snapshotId: null, mustInspectExternalState: resumed };
+}
