@@ -1,0 +1,109 @@
+// Publishing a repository baseline: the only writer of baselines. Evidence is re-checked on
+// the server, and publication is a compare-and-swap on the head the publisher observed, so an
+// older concurrent publisher can never replace a newer baseline.
+import { z } from "zod";
+import { inTransaction, type Db } from "../db/client.ts";
+import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
+import { baselineEvidenceSchema, failedEvidenceChecks } from "../domain/baseline-evidence.ts";
+import { StrataError } from "../domain/errors.ts";
+import { manifestDigest, manifestSchema } from "../domain/manifest.ts";
+import type { AgentScope } from "../domain/scope.ts";
+import { baselineKeySchema, entityIdSchema, objectIdSchema, sourceSchema } from "../domain/snapshot-keys.ts";
+import type { PublishBaselineResult } from "../domain/views.ts";
+import { findOrCreateRepository } from "./repositories.ts";
+import { snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
+
+export const publishBaselineInput = z.object({
+  key: baselineKeySchema,
+  commit: objectIdSchema,
+  manifest: manifestSchema,
+  evidence: baselineEvidenceSchema,
+  /** The ready baseline of this key the publisher saw before capturing, or null for none. */
+  observedHeadId: entityIdSchema.nullable(),
+  source: sourceSchema.optional(),
+});
+export type PublishBaselineInput = z.input<typeof publishBaselineInput>;
+
+export async function publishBaseline(
+  db: Db,
+  opts: PublishBaselineInput & { agent: AgentScope; now?: Date },
+): Promise<PublishBaselineResult> {
+  const input = publishBaselineInput.parse(opts);
+  const { key, commit, manifest, evidence } = input;
+  const failed = failedEvidenceChecks({ canonicalRef: key.canonicalRef, commit, manifest, evidence });
+  if (failed.length > 0) {
+    throw new StrataError("EVIDENCE_INVALID", `The baseline evidence fails: ${failed.join(", ")}.`, {
+      hint:
+        "Only a freshly fetched, clean checkout of the canonical branch can be a baseline. " +
+        "Capture task work as a checkpoint instead.",
+      data: { failedChecks: failed },
+    });
+  }
+  const agentId = opts.agent.agentId;
+  const digest = manifestDigest(manifest);
+
+  return inTransaction(db, async (tx) => {
+    const now = opts.now ?? new Date();
+    const repository = await findOrCreateRepository(tx, key.repository);
+    const current = await tx.snapshot.findFirst({
+      where: {
+        agentId,
+        repositoryId: repository.id,
+        backendKind: key.backendKind,
+        baseImage: key.baseImage,
+        canonicalRef: key.canonicalRef,
+        class: "baseline",
+        state: "ready",
+      },
+      select: snapshotRefSelect,
+    });
+    if (current && current.canonicalCommit === commit) {
+      return { outcome: "unchanged", snapshot: toSnapshotRef(current), supersededId: null };
+    }
+    if ((current?.id ?? null) !== input.observedHeadId) {
+      throw new StrataError("BASELINE_STALE", "The baseline moved since it was observed; nothing was published.", {
+        hint: "Another publisher won. Acquire again to see the current baseline before publishing.",
+        data: { currentHeadId: current?.id ?? null, currentCommit: current?.canonicalCommit ?? null },
+      });
+    }
+    if (current) {
+      // The compare-and-swap: only the transaction that moves this very row off `ready` wins.
+      const swapped = await tx.snapshot.updateMany({
+        where: { id: current.id, state: "ready" },
+        data: { state: "superseded", supersededAt: now },
+      });
+      if (swapped.count !== 1) throw new RetryTransaction("baseline head moved during publish");
+    }
+    try {
+      const created = await tx.snapshot.create({
+        data: {
+          class: "baseline",
+          state: "ready",
+          agentId,
+          repositoryId: repository.id,
+          backendKind: key.backendKind,
+          baseImage: key.baseImage,
+          canonicalRef: key.canonicalRef,
+          canonicalCommit: commit,
+          validation: { ...evidence, checkedAt: now.toISOString() },
+          manifestDigest: digest,
+          headCommit: manifest.head,
+          treeId: manifest.treeId,
+          branch: manifest.branch,
+          sizeBytes: BigInt(manifest.sizeBytes),
+          sourceWorkspace: input.source?.workspace ?? null,
+          sourceHost: input.source?.host ?? null,
+          metadata: snapshotMetadata(manifest),
+          createdAt: now,
+          readyAt: now,
+        },
+        select: snapshotRefSelect,
+      });
+      return { outcome: "published", snapshot: toSnapshotRef(created), supersededId: current?.id ?? null };
+    } catch (error) {
+      // Another first baseline of this key committed: judge again against it.
+      if (isUniqueViolation(error)) throw new RetryTransaction("a ready baseline appeared during publish");
+      throw error;
+    }
+  });
+}

@@ -1,0 +1,129 @@
+// Reading one snapshot, scoped to the agent that owns it, and the row <-> view mapping the
+// lineage services share.
+import { z } from "zod";
+import type { Db } from "../db/client.ts";
+import type { Prisma } from "../db/generated/postgres/client.ts";
+import { StrataError } from "../domain/errors.ts";
+import { normalizeBlobDigests, type Manifest } from "../domain/manifest.ts";
+import type { AgentScope } from "../domain/scope.ts";
+import { entityIdSchema } from "../domain/snapshot-keys.ts";
+import { snapshotClassSchema, snapshotStateSchema, type SnapshotDetail, type SnapshotRef } from "../domain/views.ts";
+
+export const snapshotRefSelect = {
+  id: true,
+  class: true,
+  state: true,
+  repositoryId: true,
+  backendKind: true,
+  baseImage: true,
+  canonicalRef: true,
+  canonicalCommit: true,
+  workContextId: true,
+  lineageId: true,
+  sequence: true,
+  predecessorId: true,
+  manifestDigest: true,
+  treeId: true,
+  headCommit: true,
+  branch: true,
+  sizeBytes: true,
+  metadata: true,
+  createdAt: true,
+  readyAt: true,
+} satisfies Prisma.SnapshotSelect;
+
+export type SnapshotRefRow = Prisma.SnapshotGetPayload<{ select: typeof snapshotRefSelect }>;
+
+/** What a snapshot row keeps beyond its columns (the JSON `metadata`). */
+export interface SnapshotMetadata {
+  manifest?: { blobDigests?: string[] };
+  /** The head a checkpoint's worker observed before capture (recognizes a retried append). */
+  observedHeadId?: string | null;
+  /** Why a capture never became ready. */
+  failure?: { code: string; observedHeadId: string | null; currentHeadId: string | null };
+}
+
+export function snapshotMetadata(manifest: Manifest, extra: Omit<SnapshotMetadata, "manifest"> = {}) {
+  return { manifest: { blobDigests: normalizeBlobDigests(manifest.blobDigests) }, ...extra };
+}
+
+function readMetadata(value: Prisma.JsonValue | null): SnapshotMetadata {
+  return value && typeof value === "object" && !Array.isArray(value) ? (value as SnapshotMetadata) : {};
+}
+
+export function toSnapshotRef(row: SnapshotRefRow): SnapshotRef {
+  const metadata = readMetadata(row.metadata);
+  return {
+    id: row.id,
+    class: snapshotClassSchema.parse(row.class),
+    state: snapshotStateSchema.parse(row.state),
+    repositoryId: row.repositoryId,
+    backendKind: row.backendKind,
+    baseImage: row.baseImage,
+    canonicalRef: row.canonicalRef,
+    canonicalCommit: row.canonicalCommit,
+    workContextId: row.workContextId,
+    lineageId: row.lineageId,
+    sequence: row.sequence,
+    predecessorId: row.predecessorId,
+    manifestDigest: row.manifestDigest,
+    manifest: {
+      treeId: row.treeId,
+      head: row.headCommit,
+      branch: row.branch,
+      blobDigests: metadata.manifest?.blobDigests ?? [],
+      sizeBytes: BigInt(row.sizeBytes),
+    },
+    createdAt: row.createdAt,
+    readyAt: row.readyAt,
+  };
+}
+
+export function observedHeadOf(row: { metadata: Prisma.JsonValue | null }): string | null {
+  return readMetadata(row.metadata).observedHeadId ?? null;
+}
+
+const snapshotDetailSelect = {
+  ...snapshotRefSelect,
+  alias: true,
+  agentId: true,
+  validation: true,
+  retiredReason: true,
+  sourceWorkspace: true,
+  sourceHost: true,
+  supersededAt: true,
+  retiredAt: true,
+  failedAt: true,
+  deletingAt: true,
+  deletedAt: true,
+  lastRestoredAt: true,
+  repository: { select: { id: true, identity: true, name: true } },
+} satisfies Prisma.SnapshotSelect;
+
+export const getSnapshotInput = z.object({ snapshotId: entityIdSchema });
+export type GetSnapshotInput = z.input<typeof getSnapshotInput>;
+
+/** One snapshot of the calling agent, in any state. Another agent's snapshot is NOT_FOUND. */
+export async function getSnapshot(db: Db, opts: GetSnapshotInput & { agent: AgentScope }): Promise<SnapshotDetail> {
+  const { snapshotId } = getSnapshotInput.parse(opts);
+  const row = await db.snapshot.findFirst({
+    where: { id: snapshotId, agentId: opts.agent.agentId },
+    select: snapshotDetailSelect,
+  });
+  if (!row) throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
+  return {
+    ...toSnapshotRef(row),
+    alias: row.alias,
+    repository: row.repository,
+    validation: row.validation,
+    retiredReason: row.retiredReason,
+    sourceWorkspace: row.sourceWorkspace,
+    sourceHost: row.sourceHost,
+    supersededAt: row.supersededAt,
+    retiredAt: row.retiredAt,
+    failedAt: row.failedAt,
+    deletingAt: row.deletingAt,
+    deletedAt: row.deletedAt,
+    lastRestoredAt: row.lastRestoredAt,
+  };
+}

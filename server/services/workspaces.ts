@@ -1,0 +1,482 @@
+// Workspace acquisition (the restore decision) and restore outcomes (the ladder walk).
+// Every acquire records which snapshot seeded which workspace and pins that snapshot until
+// the worker reports how the restore went.
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { inTransaction, type Db } from "../db/client.ts";
+import { isPostgresClient, RetryTransaction } from "../db/errors.ts";
+import type { Prisma } from "../db/generated/postgres/client.ts";
+import { StrataError } from "../domain/errors.ts";
+import { chooseRestore, nextRungAfterFailure, type RestoreChoice, type Rung } from "../domain/restore-ladder.ts";
+import type { AgentScope } from "../domain/scope.ts";
+import {
+  backendScopeSchema,
+  canonicalRefSchema,
+  entityIdSchema,
+  objectIdSchema,
+  repositoryRefSchema,
+  sourceSchema,
+  workContextIdSchema,
+} from "../domain/snapshot-keys.ts";
+import {
+  lineageRetireReasonSchema,
+  restoreOutcomeSchema,
+  rungSchema,
+  type ReportRestoreResult,
+  type RestorePlan,
+  type RestoreView,
+  type SnapshotRef,
+} from "../domain/views.ts";
+import { createLineage } from "./lineages.ts";
+import { pinSnapshot, releasePin } from "./pins.ts";
+import { findOrCreateRepository } from "./repositories.ts";
+import { snapshotRefSelect, toSnapshotRef, type SnapshotRefRow } from "./snapshots.ts";
+
+/** A partly restored worktree keeps its pin at most this long (support may discard it sooner). */
+export const RESTORE_PIN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+
+export const acquireWorkspaceInput = z.object({
+  repository: repositoryRefSchema,
+  ...backendScopeSchema.shape,
+  canonicalRef: canonicalRefSchema,
+  /** The durable work identity; omit it for new work and the server mints one. */
+  workContextId: workContextIdSchema.optional(),
+  ...sourceSchema.shape,
+});
+export type AcquireWorkspaceInput = z.input<typeof acquireWorkspaceInput>;
+
+const lineageFactsSelect = {
+  id: true,
+  state: true,
+  workContextId: true,
+  originSnapshotId: true,
+  retiredReason: true,
+} satisfies Prisma.LineageSelect;
+type LineageFactsRow = Prisma.LineageGetPayload<{ select: typeof lineageFactsSelect }>;
+
+/** Locks a snapshot row against state changes (FOR SHARE) and returns its state. */
+async function lockedSnapshotState(tx: Db, snapshotId: string): Promise<string | null> {
+  const rows = await tx.$queryRawUnsafe<{ state: string }[]>(
+    isPostgresClient(tx)
+      ? `SELECT state FROM snapshots WHERE id = $1 FOR SHARE`
+      : `SELECT state FROM snapshots WHERE id = ?`,
+    snapshotId,
+  );
+  return rows[0]?.state ?? null;
+}
+
+/** Pins the chosen snapshot, provided it is still in one of `states` (else the decision is redone). */
+async function pinChosen(
+  tx: Db,
+  opts: { snapshotId: string; restoreId: string; agentId: string; now: Date; states: readonly string[] },
+): Promise<string> {
+  const state = await lockedSnapshotState(tx, opts.snapshotId);
+  if (!state || !opts.states.includes(state)) throw new RetryTransaction("chosen snapshot changed state");
+  const pinId = `restore:${opts.restoreId}`;
+  await pinSnapshot(tx, {
+    snapshotId: opts.snapshotId,
+    pinId,
+    holder: `agent:${opts.agentId}`,
+    purpose: "restore",
+    expiresAt: new Date(opts.now.getTime() + RESTORE_PIN_TTL_MS),
+    agentId: opts.agentId,
+  });
+  return pinId;
+}
+
+async function hasOwnCheckpoints(tx: Db, lineageId: string): Promise<boolean> {
+  const one = await tx.snapshot.findFirst({
+    where: { lineageId, class: "checkpoint", failedAt: null },
+    select: { id: true },
+  });
+  return one !== null;
+}
+
+function noticeFor(rung: Rung, lineage: LineageFactsRow, mustInspect: boolean): string | null {
+  if (lineage.state === "retired") {
+    return (
+      `This work context's lineage was retired (${lineage.retiredReason ?? "retired"}): its checkpoints are not ` +
+      `restorable and it takes no new ones. Restoring the ${rung} rung. Use a new work context id for new work.`
+    );
+  }
+  if (mustInspect) {
+    return (
+      `This work context's own checkpoint is not available; restoring the ${rung} rung instead. Inspect durable ` +
+      `external state before repeating writes: a snapshot proves nothing about effects.`
+    );
+  }
+  return null;
+}
+
+function buildPlan(opts: {
+  restoreId: string;
+  choice: RestoreChoice;
+  snapshot: SnapshotRef | null;
+  pinId: string | null;
+  workContextId: string;
+  canonicalRef: string;
+  lineage: LineageFactsRow;
+  previousRestoreId: string | null;
+}): RestorePlan {
+  const { lineage, choice } = opts;
+  return {
+    restoreId: opts.restoreId,
+    rung: choice.rung,
+    snapshot: opts.snapshot,
+    pinId: opts.pinId,
+    workContextId: opts.workContextId,
+    canonicalRef: opts.canonicalRef,
+    lineage: {
+      id: lineage.id,
+      state: lineage.state === "retired" ? "retired" : "active",
+      retiredReason: lineage.retiredReason ? lineageRetireReasonSchema.parse(lineage.retiredReason) : null,
+      originSnapshotId: lineage.originSnapshotId,
+    },
+    previousRestoreId: opts.previousRestoreId,
+    mustInspectExternalState: choice.mustInspectExternalState,
+    notice: noticeFor(choice.rung, lineage, choice.mustInspectExternalState),
+  };
+}
+
+/**
+ * Decides where a workspace starts: this work context's own lineage head, else the ready
+ * baseline of the key, else cold. Records the restore and pins the chosen snapshot.
+ */
+export async function acquireWorkspace(
+  db: Db,
+  opts: AcquireWorkspaceInput & { agent: AgentScope; now?: Date },
+): Promise<RestorePlan> {
+  const input = acquireWorkspaceInput.parse(opts);
+  const agentId = opts.agent.agentId;
+  return inTransaction(db, async (tx) => {
+    const now = opts.now ?? new Date();
+    const repository = await findOrCreateRepository(tx, input.repository);
+    const workContextId = input.workContextId ?? `wc_${randomUUID()}`;
+    const lineageKey = {
+      agentId,
+      workContextId,
+      repositoryId: repository.id,
+      backendKind: input.backendKind,
+      baseImage: input.baseImage,
+    };
+    const existing = input.workContextId
+      ? await tx.lineage.findUnique({
+          where: { agentId_workContextId_repositoryId_backendKind_baseImage: lineageKey },
+          select: lineageFactsSelect,
+        })
+      : null;
+    const head =
+      existing?.state === "active"
+        ? await tx.snapshot.findFirst({
+            where: { lineageId: existing.id, class: "checkpoint", state: "ready" },
+            select: snapshotRefSelect,
+          })
+        : null;
+    const baseline = head
+      ? null
+      : await tx.snapshot.findFirst({
+          where: {
+            agentId,
+            repositoryId: repository.id,
+            backendKind: input.backendKind,
+            baseImage: input.baseImage,
+            canonicalRef: input.canonicalRef,
+            class: "baseline",
+            state: "ready",
+          },
+          select: snapshotRefSelect,
+        });
+    const hasCheckpoints = existing && !head ? await hasOwnCheckpoints(tx, existing.id) : Boolean(head);
+    const choice = chooseRestore({
+      lineage: existing ? { state: existing.state, workContextId: existing.workContextId, hasCheckpoints } : null,
+      lineageHead: head,
+      baseline,
+    });
+    const chosen: SnapshotRefRow | null =
+      choice.rung === "checkpoint" ? head : choice.rung === "baseline" ? baseline : null;
+    // A new lineage records the snapshot it began from.
+    const lineage: LineageFactsRow = existing ?? {
+      ...(await createLineage(tx, lineageKey, chosen?.id ?? null)),
+      workContextId,
+    };
+
+    const restoreId = randomUUID();
+    const pinId = chosen
+      ? await pinChosen(tx, { snapshotId: chosen.id, restoreId, agentId, now, states: ["ready"] })
+      : null;
+    await tx.restore.create({
+      data: {
+        id: restoreId,
+        agentId,
+        repositoryId: repository.id,
+        lineageId: lineage.id,
+        snapshotId: chosen?.id ?? null,
+        backendKind: input.backendKind,
+        baseImage: input.baseImage,
+        canonicalRef: input.canonicalRef,
+        workContextId,
+        workspace: input.workspace,
+        host: input.host,
+        rung: choice.rung,
+        pinId,
+        createdAt: now,
+      },
+      select: { id: true },
+    });
+    return buildPlan({
+      restoreId,
+      choice,
+      snapshot: chosen ? toSnapshotRef(chosen) : null,
+      pinId,
+      workContextId,
+      canonicalRef: input.canonicalRef,
+      lineage,
+      previousRestoreId: null,
+    });
+  });
+}
+
+const restoreIdField = { restoreId: entityIdSchema };
+
+export const reportRestoreInput = z.discriminatedUnion("outcome", [
+  z.object({
+    ...restoreIdField,
+    outcome: z.literal("restored"),
+    /** The git tree id the worker verified; must equal the snapshot's recorded tree. */
+    treeId: objectIdSchema.optional(),
+  }),
+  z.object({
+    ...restoreIdField,
+    outcome: z.literal("degraded"),
+    /** What the worktree lacks (paths, layers, "bundle"…); at least one entry. */
+    missing: z.array(z.string().trim().min(1).max(1000)).min(1).max(10_000),
+    treeId: objectIdSchema.optional(),
+  }),
+  z.object({
+    ...restoreIdField,
+    outcome: z.literal("failed"),
+    error: z.object({
+      code: z.string().trim().min(1).max(100),
+      message: z.string().trim().max(2000).default(""),
+    }),
+  }),
+]);
+export type ReportRestoreInput = z.input<typeof reportRestoreInput>;
+
+const restoreSelect = {
+  id: true,
+  agentId: true,
+  repositoryId: true,
+  lineageId: true,
+  snapshotId: true,
+  backendKind: true,
+  baseImage: true,
+  canonicalRef: true,
+  workContextId: true,
+  workspace: true,
+  host: true,
+  rung: true,
+  outcome: true,
+  pinId: true,
+  previousRestoreId: true,
+  result: true,
+  createdAt: true,
+  reportedAt: true,
+  snapshot: { select: { treeId: true } },
+  nextRestore: { select: { id: true } },
+} satisfies Prisma.RestoreSelect;
+type RestoreRow = Prisma.RestoreGetPayload<{ select: typeof restoreSelect }>;
+
+function toRestoreView(row: RestoreRow): RestoreView {
+  return {
+    id: row.id,
+    rung: rungSchema.parse(row.rung),
+    outcome: restoreOutcomeSchema.parse(row.outcome),
+    snapshotId: row.snapshotId,
+    lineageId: row.lineageId,
+    workContextId: row.workContextId,
+    workspace: row.workspace,
+    host: row.host,
+    pinId: row.pinId,
+    previousRestoreId: row.previousRestoreId,
+    result: row.result,
+    createdAt: row.createdAt,
+    reportedAt: row.reportedAt,
+  };
+}
+
+/** Rebuilds the plan a recorded restore stands for (a repeated report gets the same answer). */
+async function planOfRestore(tx: Db, restoreId: string): Promise<RestorePlan> {
+  const row = await tx.restore.findUniqueOrThrow({
+    where: { id: restoreId },
+    select: {
+      ...restoreSelect,
+      snapshot: { select: snapshotRefSelect },
+      lineage: { select: lineageFactsSelect },
+    },
+  });
+  const rung = rungSchema.parse(row.rung);
+  const lineage = row.lineage ?? {
+    id: row.lineageId ?? "",
+    state: "active",
+    workContextId: row.workContextId ?? "",
+    originSnapshotId: null,
+    retiredReason: null,
+  };
+  const resumed = row.lineage ? await hasOwnCheckpoints(tx, row.lineage.id) : false;
+  return buildPlan({
+    restoreId: row.id,
+    choice: { rung, snapshotId: row.snapshotId, mustInspectExternalState: resumed && rung !== "checkpoint" },
+    snapshot: row.snapshot ? toSnapshotRef(row.snapshot) : null,
+    pinId: row.pinId,
+    workContextId: row.workContextId ?? lineage.workContextId,
+    canonicalRef: row.canonicalRef,
+    lineage,
+    previousRestoreId: row.previousRestoreId,
+  });
+}
+
+function resultOf(input: z.output<typeof reportRestoreInput>): Prisma.InputJsonValue {
+  if (input.outcome === "restored") return { treeId: input.treeId ?? null };
+  if (input.outcome === "degraded") return { missing: input.missing, treeId: input.treeId ?? null };
+  return { error: input.error };
+}
+
+/**
+ * Records how a restore went. `restored` and `failed` release its pin; `degraded` keeps it
+ * (the partly restored worktree still depends on the snapshot). `failed` walks down the
+ * ladder and returns the next plan in the same call. Repeating a report is idempotent.
+ */
+export async function reportRestore(
+  db: Db,
+  opts: ReportRestoreInput & { agent: AgentScope; now?: Date },
+): Promise<ReportRestoreResult> {
+  const input = reportRestoreInput.parse(opts);
+  const agentId = opts.agent.agentId;
+  return inTransaction(db, async (tx) => {
+    const now = opts.now ?? new Date();
+    const restore = await tx.restore.findFirst({ where: { id: input.restoreId, agentId }, select: restoreSelect });
+    if (!restore) throw new StrataError("NOT_FOUND", `Restore ${input.restoreId} was not found.`);
+
+    if (restore.outcome !== "pending") {
+      if (restore.outcome !== input.outcome) {
+        throw new StrataError("CONFLICT", `Restore ${restore.id} was already reported ${restore.outcome}.`, {
+          hint: "An outcome is reported once; acquire again for a new restore.",
+          data: { outcome: restore.outcome },
+        });
+      }
+      const next = restore.nextRestore ? await planOfRestore(tx, restore.nextRestore.id) : null;
+      return { restore: toRestoreView(restore), next };
+    }
+
+    const recordedTree = restore.snapshot?.treeId ?? null;
+    if (input.outcome === "restored" && input.treeId && recordedTree && input.treeId !== recordedTree) {
+      throw new StrataError("INVALID_INPUT", "The restored tree differs from the recorded one.", {
+        hint: "A restore is `restored` only when its tree id matches; report it `degraded` with what is missing.",
+        data: { recordedTreeId: recordedTree, reportedTreeId: input.treeId },
+      });
+    }
+    const reported = await tx.restore.updateMany({
+      where: { id: restore.id, outcome: "pending" },
+      data: {
+        outcome: input.outcome,
+        reportedAt: now,
+        result: resultOf(input),
+        errorCode: input.outcome === "failed" ? input.error.code : null,
+      },
+    });
+    if (reported.count !== 1) throw new RetryTransaction("restore reported concurrently");
+
+    if (restore.snapshotId && restore.pinId && input.outcome !== "degraded") {
+      await releasePin(tx, { snapshotId: restore.snapshotId, pinId: restore.pinId });
+    }
+    if (restore.snapshotId && input.outcome !== "failed") {
+      // The sweeper's staleness clock: a restored head is in use.
+      await tx.snapshot.updateMany({ where: { id: restore.snapshotId }, data: { lastRestoredAt: now } });
+    }
+    let next: RestorePlan | null = null;
+    if (input.outcome === "failed") next = await walkDown(tx, { restore, agentId, now });
+    const row = await tx.restore.findUniqueOrThrow({ where: { id: restore.id }, select: restoreSelect });
+    return { restore: toRestoreView(row), next };
+  });
+}
+
+/** Plans and records the next rung below a failed restore; null when none is left. */
+async function walkDown(
+  tx: Db,
+  opts: { restore: RestoreRow; agentId: string; now: Date },
+): Promise<RestorePlan | null> {
+  const { restore, agentId, now } = opts;
+  const lineage = restore.lineageId
+    ? await tx.lineage.findUnique({ where: { id: restore.lineageId }, select: lineageFactsSelect })
+    : null;
+  const hasCheckpoints = lineage ? await hasOwnCheckpoints(tx, lineage.id) : false;
+  const recordedOrigin = lineage?.originSnapshotId
+    ? await tx.snapshot.findUnique({ where: { id: lineage.originSnapshotId }, select: snapshotRefSelect })
+    : null;
+  const currentBaseline = await tx.snapshot.findFirst({
+    where: {
+      agentId,
+      repositoryId: restore.repositoryId,
+      backendKind: restore.backendKind,
+      baseImage: restore.baseImage,
+      canonicalRef: restore.canonicalRef,
+      class: "baseline",
+      state: "ready",
+    },
+    select: snapshotRefSelect,
+  });
+  const choice = nextRungAfterFailure({
+    failed: rungSchema.parse(restore.rung),
+    failedSnapshotId: restore.snapshotId,
+    lineage: lineage ? { state: lineage.state, workContextId: lineage.workContextId, hasCheckpoints } : null,
+    recordedOrigin,
+    currentBaseline,
+  });
+  if (!choice || !lineage) return null;
+  const chosen = [recordedOrigin, currentBaseline].find((s) => s && s.id === choice.snapshotId) ?? null;
+
+  // Until the lineage has a checkpoint of its own, it began from wherever the ladder landed.
+  let origin = lineage.originSnapshotId;
+  if (!hasCheckpoints && restore.snapshotId && origin === restore.snapshotId) {
+    const moved = await tx.lineage.updateMany({
+      where: { id: lineage.id, originSnapshotId: restore.snapshotId },
+      data: { originSnapshotId: chosen?.id ?? null },
+    });
+    if (moved.count === 1) origin = chosen?.id ?? null;
+  }
+
+  const restoreId = randomUUID();
+  const states = chosen?.id === recordedOrigin?.id ? ["ready", "superseded"] : ["ready"];
+  const pinId = chosen ? await pinChosen(tx, { snapshotId: chosen.id, restoreId, agentId, now, states }) : null;
+  await tx.restore.create({
+    data: {
+      id: restoreId,
+      agentId,
+      repositoryId: restore.repositoryId,
+      lineageId: lineage.id,
+      snapshotId: chosen?.id ?? null,
+      backendKind: restore.backendKind,
+      baseImage: restore.baseImage,
+      canonicalRef: restore.canonicalRef,
+      workContextId: restore.workContextId,
+      workspace: restore.workspace,
+      host: restore.host,
+      rung: choice.rung,
+      pinId,
+      previousRestoreId: restore.id,
+      createdAt: now,
+    },
+    select: { id: true },
+  });
+  return buildPlan({
+    restoreId,
+    choice,
+    snapshot: chosen ? toSnapshotRef(chosen) : null,
+    pinId,
+    workContextId: restore.workContextId ?? lineage.workContextId,
+    canonicalRef: restore.canonicalRef,
+    lineage: { ...lineage, originSnapshotId: origin },
+    previousRestoreId: restore.id,
+  });
+}
