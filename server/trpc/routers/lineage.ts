@@ -1,0 +1,29 @@
+import { z } from "zod";
+import {
+  getLineage,
+  getLineageInput,
+  listLineages,
+  listLineagesInput,
+  retireLineage,
+  retireLineageInput,
+} from "../../services/lineages.ts";
+import { lineagePageSchema, lineageViewSchema, retireLineageResultSchema } from "../../domain/views.ts";
+import { agentProcedure, router } from "../init.ts";
+
+// Agents end their own work; `operator` retirement belongs to the dashboard.
+const agentRetireInput = retireLineageInput.extend({ reason: z.enum(["completed", "declined"]) });
+
+export const lineageRouter = router({
+  retire: agentProcedure
+    .input(agentRetireInput)
+    .output(retireLineageResultSchema)
+    .mutation(({ ctx, input }) => retireLineage(ctx.db, { ...input, actor: { kind: "agent", agent: ctx.agent } })),
+  get: agentProcedure
+    .input(getLineageInput)
+    .output(lineageViewSchema)
+    .query(({ ctx, input }) => getLineage(ctx.db, { ...input, agent: ctx.agent })),
+  list: agentProcedure
+    .input(listLineagesInput)
+    .output(lineagePageSchema)
+    .query(({ ctx, input }) => listLineages(ctx.db, { ...input, agent: ctx.agent })),
+});
