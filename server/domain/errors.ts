@@ -14,6 +14,9 @@ export const ERROR_CODES = {
   PIN_CLOSED: { status: "CONFLICT", retryable: false },
   BLOB_CORRUPT: { status: "UNPROCESSABLE_CONTENT", retryable: true },
   BLOB_MISSING: { status: "NOT_FOUND", retryable: false },
+  BLOB_TOO_LARGE: { status: "PAYLOAD_TOO_LARGE", retryable: false },
+  LAYER_CONFLICT: { status: "CONFLICT", retryable: false },
+  LAYER_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
   UNAVAILABLE: { status: "SERVICE_UNAVAILABLE", retryable: true },
   INTERNAL: { status: "INTERNAL_SERVER_ERROR", retryable: true },
 } as const;

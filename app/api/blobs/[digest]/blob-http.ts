@@ -1,0 +1,67 @@
+// HTTP for blobs, as plain functions over a catalog handle so tests call them without a
+// server: PUT streams the request body into the blob store, GET streams a stored blob out.
+// Both need an agent token; neither holds a whole blob in memory.
+import { TRPCError } from "@trpc/server";
+import { getHTTPStatusCodeFromError } from "@trpc/server/http";
+import { ERROR_CODES, isStrataError, StrataError } from "../../../../server/domain/errors.ts";
+import { authenticateAgent } from "../../../../server/services/agents.ts";
+import { openBlob, parseDigest, putBlob } from "../../../../server/services/blobs.ts";
+import type { Db } from "../../../../server/services/catalog.ts";
+
+function errorResponse(error: StrataError): Response {
+  const status = getHTTPStatusCodeFromError(new TRPCError({ code: ERROR_CODES[error.code].status }));
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (error.code === "UNAUTHORIZED") headers["www-authenticate"] = 'Bearer realm="strata"';
+  return new Response(JSON.stringify({ error: error.toJSON() }), { status, headers });
+}
+
+async function authorize(db: Db, req: Request): Promise<StrataError | null> {
+  const agent = await authenticateAgent(db, req.headers.get("authorization"));
+  if (agent) return null;
+  return new StrataError("UNAUTHORIZED", "A valid agent token is required.", {
+    hint: "Send Authorization: Bearer <token>; `strata agent create NAME` prints a token.",
+  });
+}
+
+async function handle(fn: () => Promise<Response>): Promise<Response> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (isStrataError(error)) return errorResponse(error);
+    console.error("blob request failed:", error);
+    return errorResponse(new StrataError("INTERNAL", "The blob request failed."));
+  }
+}
+
+const EMPTY = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+
+/** PUT /api/blobs/<sha256>: 201 when stored now, 200 when it was already stored. */
+export function handleBlobPut(db: Db, req: Request, digest: string): Promise<Response> {
+  return handle(async () => {
+    const denied = await authorize(db, req);
+    if (denied) return errorResponse(denied);
+    const result = await putBlob(db, { digest: parseDigest(digest), body: req.body ?? EMPTY(), signal: req.signal });
+    return Response.json(result, { status: result.created ? 201 : 200 });
+  });
+}
+
+/** GET (or HEAD) /api/blobs/<sha256>: the bytes, streamed chunk by chunk. */
+export function handleBlobGet(db: Db, req: Request, digest: string, opts: { head?: boolean } = {}): Promise<Response> {
+  return handle(async () => {
+    const denied = await authorize(db, req);
+    if (denied) return errorResponse(denied);
+    const { info, stream } = await openBlob(db, parseDigest(digest));
+    const headers = {
+      "content-type": "application/octet-stream",
+      "content-length": String(info.sizeBytes),
+      etag: `"${info.digest}"`,
+      // A digest names its bytes for ever.
+      "cache-control": "private, max-age=31536000, immutable",
+    };
+    if (opts.head) {
+      await stream.cancel();
+      return new Response(null, { status: 200, headers });
+    }
+    return new Response(stream, { status: 200, headers });
+  });
+}

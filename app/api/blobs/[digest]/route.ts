@@ -1,0 +1,19 @@
+import { getCatalog } from "../../../../server/services/catalog.ts";
+import { handleBlobGet, handleBlobPut } from "./blob-http.ts";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+type RouteContext = { params: Promise<{ digest: string }> };
+
+export async function PUT(req: Request, ctx: RouteContext): Promise<Response> {
+  return handleBlobPut(getCatalog().db, req, (await ctx.params).digest);
+}
+
+export async function GET(req: Request, ctx: RouteContext): Promise<Response> {
+  return handleBlobGet(getCatalog().db, req, (await ctx.params).digest);
+}
+
+export async function HEAD(req: Request, ctx: RouteContext): Promise<Response> {
+  return handleBlobGet(getCatalog().db, req, (await ctx.params).digest, { head: true });
+}

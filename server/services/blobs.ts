@@ -1,0 +1,350 @@
+// The blob store: bytes kept once by SHA-256, in rows of at most 1 MiB (written 256 KiB at a
+// time, see BLOB_ROW_BYTES), in the catalog database.
+//
+// An upload streams into a fresh `uploading` row, chunk by chunk, hashing as it goes; only
+// when the whole body matches the claimed digest does the row become `stored`, in one short
+// transaction. A mismatch removes everything the upload wrote. Reads stream chunk by chunk too,
+// so neither direction ever holds a whole blob in memory.
+//
+// Collection (gc.ts) deletes a stored blob only when nothing references it and it was stored
+// or last reused longer ago than the grace window: a digest the server already has is
+// "reused" when an upload or a `missing` query names it, which restarts its grace window.
+import { createHash, randomUUID } from "node:crypto";
+import type { Db } from "../db/client.ts";
+import { inTransaction } from "../db/client.ts";
+import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
+import { BLOB_ROW_BYTES, blobDigestSchema } from "../domain/content.ts";
+import { StrataError } from "../domain/errors.ts";
+import { dbNow, dialect } from "./content-sql.ts";
+
+/** Bytes as they arrive: a web stream (a Request body) or any async iterable (a Node stream). */
+export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+
+export interface PutBlobOptions {
+  /** The SHA-256 the caller claims for the bytes; the upload is refused unless they match. */
+  digest: string;
+  body: ByteSource;
+  /** Refuse bodies larger than this (BLOB_TOO_LARGE). */
+  maxBytes?: number;
+  signal?: AbortSignal;
+}
+
+export interface PutBlobResult {
+  digest: string;
+  sizeBytes: number;
+  chunkCount: number;
+  /** False when the digest was already stored: the upload was verified and discarded. */
+  created: boolean;
+}
+
+export interface BlobInfo {
+  id: string;
+  digest: string;
+  sizeBytes: number;
+  chunkCount: number;
+  storedAt: Date;
+  lastReusedAt: Date | null;
+}
+
+/** 4 GiB: far above any patch or bundle we expect, and a guard against a runaway body. */
+export const DEFAULT_MAX_BLOB_BYTES = 4 * 1024 ** 3;
+
+export function parseDigest(digest: string): string {
+  const parsed = blobDigestSchema.safeParse(digest);
+  if (!parsed.success) {
+    throw new StrataError("INVALID_INPUT", "A blob is named by its sha256: 64 hex characters.", {
+      data: { field: "digest" },
+    });
+  }
+  return parsed.data;
+}
+
+async function* bytesOf(source: ByteSource, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+  if ("getReader" in source) {
+    const reader = source.getReader();
+    let finished = false;
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        const { done, value } = await reader.read();
+        if (done) {
+          finished = true;
+          return;
+        }
+        if (value && value.byteLength > 0) yield value;
+      }
+    } finally {
+      if (!finished) await reader.cancel().catch(() => undefined);
+      reader.releaseLock();
+    }
+  } else {
+    for await (const piece of source) {
+      signal?.throwIfAborted();
+      if (piece.byteLength > 0) yield piece;
+    }
+  }
+}
+
+/**
+ * Cuts a byte stream into pieces of exactly `size` bytes (the last may be shorter), reusing one
+ * buffer: each piece is only valid until the consumer asks for the next one.
+ */
+async function* fixedChunks(pieces: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array<ArrayBuffer>> {
+  const buffer = Buffer.allocUnsafe(size);
+  let filled = 0;
+  for await (const piece of pieces) {
+    let offset = 0;
+    while (offset < piece.byteLength) {
+      const n = Math.min(size - filled, piece.byteLength - offset);
+      buffer.set(piece.subarray(offset, offset + n), filled);
+      filled += n;
+      offset += n;
+      if (filled === size) {
+        yield buffer;
+        filled = 0;
+      }
+    }
+  }
+  if (filled > 0) yield buffer.subarray(0, filled);
+}
+
+function tooLarge(maxBytes: number): StrataError {
+  return new StrataError("BLOB_TOO_LARGE", `The blob is larger than ${maxBytes} bytes.`, {
+    data: { maxBytes },
+  });
+}
+
+function corrupt(expected: string, actual: string, sizeBytes: number): StrataError {
+  return new StrataError("BLOB_CORRUPT", `The uploaded bytes do not have the digest ${expected}.`, {
+    hint: "Nothing was stored. Upload the blob again; if it keeps failing, recompute its sha256.",
+    data: { expected, actual, sizeBytes },
+  });
+}
+
+function uploadLost(digest: string): StrataError {
+  return new StrataError("UNAVAILABLE", `The upload of ${digest} was collected before it finished.`, {
+    hint: "An upload left without progress is reclaimed by garbage collection; upload it again.",
+    retryable: true,
+  });
+}
+
+/** Restarts the grace window of stored blobs; returns how many of the digests are stored. */
+async function touchStored(db: Db, digests: readonly string[]): Promise<number> {
+  if (digests.length === 0) return 0;
+  const now = await dbNow(db);
+  const touched = await db.blob.updateMany({
+    where: { state: "stored", digest: { in: [...digests] } },
+    data: { lastReusedAt: now },
+  });
+  return touched.count;
+}
+
+/**
+ * Stores a blob from a stream. Verifies the digest before anything becomes visible; a digest
+ * already stored only restarts its grace window (the body is still read and verified).
+ * Call it with the client, not inside a transaction: it writes one chunk per statement.
+ */
+export async function putBlob(db: Db, opts: PutBlobOptions): Promise<PutBlobResult> {
+  const digest = parseDigest(opts.digest);
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BLOB_BYTES;
+
+  if ((await touchStored(db, [digest])) === 1) return verifyKnownUpload(db, digest, opts, maxBytes);
+
+  const id = randomUUID();
+  await db.blob.create({ data: { id, digest, state: "uploading", storedAt: await dbNow(db) } });
+  try {
+    const hash = createHash("sha256");
+    let sizeBytes = 0;
+    let seq = 0;
+    const pieces = (async function* () {
+      for await (const piece of bytesOf(opts.body, opts.signal)) {
+        sizeBytes += piece.byteLength;
+        if (sizeBytes > maxBytes) throw tooLarge(maxBytes);
+        hash.update(piece);
+        yield piece;
+      }
+    })();
+    const sql = dialect(db);
+    const insert = `INSERT INTO blob_chunks (blob_id, seq, data) VALUES (${sql.p(1)}, ${sql.p(2)}, ${sql.p(3)})`;
+    for await (const chunk of fixedChunks(pieces, BLOB_ROW_BYTES)) {
+      try {
+        // A raw statement: the model API costs about three times as much per byte.
+        await db.$executeRawUnsafe(insert, id, seq, chunk);
+      } catch (error) {
+        // Collection may have reclaimed the upload as abandoned (the chunk's foreign key fails).
+        if ((await db.blob.count({ where: { id, state: "uploading" } })) === 0) throw uploadLost(digest);
+        throw error;
+      }
+      seq += 1;
+    }
+    const actual = hash.digest("hex");
+    if (actual !== digest) throw corrupt(digest, actual, sizeBytes);
+    return await finishUpload(db, { id, digest, sizeBytes, chunkCount: seq });
+  } catch (error) {
+    // Leave nothing behind; if even this fails, collection reclaims the abandoned upload.
+    await db.blob.deleteMany({ where: { id, state: "uploading" } }).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function verifyKnownUpload(
+  db: Db,
+  digest: string,
+  opts: PutBlobOptions,
+  maxBytes: number,
+): Promise<PutBlobResult> {
+  const hash = createHash("sha256");
+  let sizeBytes = 0;
+  for await (const piece of bytesOf(opts.body, opts.signal)) {
+    sizeBytes += piece.byteLength;
+    if (sizeBytes > maxBytes) throw tooLarge(maxBytes);
+    hash.update(piece);
+  }
+  const actual = hash.digest("hex");
+  if (actual !== digest) throw corrupt(digest, actual, sizeBytes);
+  // Touch again: the stored copy must still be there when we say it is.
+  if ((await touchStored(db, [digest])) !== 1) {
+    throw new StrataError("BLOB_MISSING", `Blob ${digest} was collected while the upload was read.`, {
+      hint: "Upload it again.",
+      retryable: true,
+    });
+  }
+  const info = await statBlob(db, digest);
+  return { digest, sizeBytes, chunkCount: info?.chunkCount ?? 0, created: false };
+}
+
+async function finishUpload(
+  db: Db,
+  upload: { id: string; digest: string; sizeBytes: number; chunkCount: number },
+): Promise<PutBlobResult> {
+  const sql = dialect(db);
+  return inTransaction(db, async (tx) => {
+    const now = await dbNow(tx);
+    // Lock a stored copy (if any) against collection while we decide.
+    const [stored] = await tx.$queryRawUnsafe<{ id: string }[]>(
+      `SELECT id FROM blobs WHERE digest = ${sql.p(1)} AND state = 'stored'${sql.lock("update")}`,
+      upload.digest,
+    );
+    if (stored) {
+      await tx.blob.update({ where: { id: stored.id }, data: { lastReusedAt: now } });
+      await tx.blob.deleteMany({ where: { id: upload.id, state: "uploading" } });
+      return { digest: upload.digest, sizeBytes: upload.sizeBytes, chunkCount: upload.chunkCount, created: false };
+    }
+    try {
+      const promoted = await tx.blob.updateMany({
+        where: { id: upload.id, state: "uploading" },
+        data: {
+          state: "stored",
+          storedAt: now,
+          lastReusedAt: null,
+          sizeBytes: upload.sizeBytes,
+          chunkCount: upload.chunkCount,
+        },
+      });
+      if (promoted.count !== 1) throw uploadLost(upload.digest);
+    } catch (error) {
+      // Another upload of the same bytes became stored first: the retry reuses it.
+      if (isUniqueViolation(error)) throw new RetryTransaction("digest stored concurrently");
+      throw error;
+    }
+    return { digest: upload.digest, sizeBytes: upload.sizeBytes, chunkCount: upload.chunkCount, created: true };
+  });
+}
+
+/** A stored blob's row, or null. */
+export async function statBlob(db: Db, digest: string): Promise<BlobInfo | null> {
+  const row = await db.blob.findFirst({
+    where: { digest: parseDigest(digest), state: "stored" },
+    select: { id: true, digest: true, sizeBytes: true, chunkCount: true, storedAt: true, lastReusedAt: true },
+  });
+  return row ? { ...row, sizeBytes: Number(row.sizeBytes) } : null;
+}
+
+function missingBlob(digest: string, detail = ""): StrataError {
+  return new StrataError("BLOB_MISSING", `Blob ${digest} is not stored${detail}.`, {
+    hint: "Upload it (PUT /api/blobs/<sha256>) and try again.",
+    data: { digest },
+  });
+}
+
+/**
+ * Yields a stored blob's bytes chunk by chunk, one row per query, and checks the digest and
+ * size at the end (BLOB_CORRUPT). A blob collected while it is read fails with BLOB_MISSING.
+ */
+export async function* readBlob(db: Db, info: BlobInfo): AsyncGenerator<Uint8Array> {
+  const hash = createHash("sha256");
+  let sizeBytes = 0;
+  const sql = dialect(db);
+  // The driver adapters turn a bytea/blob column into an array of numbers (slow and about
+  // eight times the size); text in base64 (PostgreSQL) or hex (SQLite) comes back as is.
+  const select = sql.pg
+    ? `SELECT encode(data, 'base64') AS text FROM blob_chunks WHERE blob_id = $1 AND seq = $2`
+    : `SELECT hex(data) AS text FROM blob_chunks WHERE blob_id = ? AND seq = ?`;
+  for (let seq = 0; seq < info.chunkCount; seq += 1) {
+    const [row] = await db.$queryRawUnsafe<{ text: string }[]>(select, info.id, seq);
+    if (!row) throw missingBlob(info.digest, " any more (it was collected while being read)");
+    const data = Buffer.from(row.text, sql.pg ? "base64" : "hex");
+    hash.update(data);
+    sizeBytes += data.byteLength;
+    yield data;
+  }
+  const actual = hash.digest("hex");
+  if (actual !== info.digest || sizeBytes !== info.sizeBytes) {
+    throw new StrataError("BLOB_CORRUPT", `The stored bytes of ${info.digest} do not match their digest.`, {
+      hint: "Upload the blob again from a good copy.",
+      data: { expected: info.digest, actual, sizeBytes },
+      retryable: false,
+    });
+  }
+}
+
+/**
+ * Opens a stored blob for streaming: BLOB_MISSING before any byte when it is not stored.
+ * The stream pulls one chunk at a time, so a slow reader holds at most one chunk.
+ */
+export async function openBlob(
+  db: Db,
+  digest: string,
+): Promise<{ info: BlobInfo; stream: ReadableStream<Uint8Array> }> {
+  const info = await statBlob(db, digest);
+  if (!info) throw missingBlob(parseDigest(digest));
+  const chunks = readBlob(db, info);
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const next = await chunks.next();
+          if (next.done) controller.close();
+          else controller.enqueue(next.value);
+        } catch (error) {
+          controller.error(error);
+        }
+      },
+      async cancel() {
+        await chunks.return(undefined);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { info, stream };
+}
+
+/**
+ * The digests the server does not have stored, in the order asked. The ones it has get their
+ * grace window restarted, so a client that skips uploading them can still publish them.
+ */
+export async function missingBlobs(db: Db, digests: readonly string[]): Promise<string[]> {
+  const wanted = [...new Set(digests.map(parseDigest))];
+  if (wanted.length === 0) return [];
+  const present = new Set<string>();
+  for (let i = 0; i < wanted.length; i += 1000) {
+    const slice = wanted.slice(i, i + 1000);
+    await touchStored(db, slice);
+    const rows = await db.blob.findMany({
+      where: { state: "stored", digest: { in: slice } },
+      select: { digest: true },
+    });
+    for (const row of rows) present.add(row.digest);
+  }
+  return wanted.filter((d) => !present.has(d));
+}
