@@ -2,7 +2,7 @@ import { defineConfig } from "@playwright/test";
 
 // The app under test runs on its own port with its own fresh embedded database.
 const PORT = Number(process.env.E2E_PORT ?? 3210);
-const DATA_DIR = ".strata-e2e";
+const DATA_DIR = ".strata-e2e"; // also in e2e/users.ts
 
 export default defineConfig({
   testDir: "e2e",
@@ -25,7 +25,7 @@ export default defineConfig({
     trace: "retain-on-failure",
   },
   webServer: {
-    command: `rm -rf ${DATA_DIR} && node cli/strata.mjs serve`,
+    command: "node e2e/serve.mjs",
     url: `http://127.0.0.1:${PORT}/api/trpc/health`,
     reuseExistingServer: false,
     timeout: 180_000,

@@ -5,6 +5,7 @@ import { StrataError } from "../server/domain/errors.ts";
 import { registerAgent } from "./commands/agent.ts";
 import { registerMigrate } from "./commands/migrate.ts";
 import { registerServe } from "./commands/serve.ts";
+import { registerUser } from "./commands/user.ts";
 import { EXIT, CliError } from "./output.ts";
 
 const program = new Command()
@@ -16,6 +17,7 @@ const program = new Command()
 registerServe(program);
 registerMigrate(program);
 registerAgent(program);
+registerUser(program);
 
 try {
   await program.parseAsync(process.argv);

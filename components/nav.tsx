@@ -1,7 +1,8 @@
 "use client";
 import Link from "next/link";
-import { usePathname } from "next/navigation";
+import { usePathname, useRouter } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
+import { authClient } from "./auth-client.ts";
 import { useTRPC } from "./trpc.tsx";
 
 const LINKS = [
@@ -12,8 +13,9 @@ const LINKS = [
   { href: "/gc", label: "Garbage collection" },
 ];
 
-export function Nav() {
+export function Nav({ user }: { user: { email: string; role: string } }) {
   const pathname = usePathname();
+  const router = useRouter();
   const trpc = useTRPC();
   const health = useQuery(trpc.health.queryOptions());
   return (
@@ -32,6 +34,21 @@ export function Nav() {
           ))}
         </ul>
       </nav>
+      <div className="whoami" data-testid="whoami">
+        <span>
+          {user.email} · {user.role}
+        </span>
+        <button
+          type="button"
+          onClick={async () => {
+            await authClient.signOut();
+            router.replace("/signin");
+            router.refresh();
+          }}
+        >
+          Sign out
+        </button>
+      </div>
       <div className="footer-health" data-testid="health">
         {health.data
           ? `${health.data.database} · ${health.data.migration ?? "no migrations"}`

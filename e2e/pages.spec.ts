@@ -1,4 +1,5 @@
 import { expect, test } from "@playwright/test";
+import { signIn } from "./users.ts";
 
 // A fresh catalog: every page must load, read the catalog, and explain what will appear there.
 const PAGES = [
@@ -9,30 +10,36 @@ const PAGES = [
   { path: "/gc", heading: "Garbage collection", empty: "No collection runs yet" },
 ];
 
-test("the home page opens the repositories page", async ({ page }) => {
-  await page.goto("/");
-  await expect(page).toHaveURL(/\/repositories$/);
-});
-
-for (const p of PAGES) {
-  test(`${p.heading} page shows its empty state`, async ({ page }) => {
-    await page.goto(p.path);
-    await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
-    await expect(page.getByTestId("empty-state")).toContainText(p.empty);
-    // The footer reads the health query: the catalog is the embedded SQLite default.
-    await expect(page.getByTestId("health")).toContainText("sqlite");
-    await expect(page.getByRole("link", { name: p.heading })).toHaveAttribute("aria-current", "page");
-    await page.screenshot({ path: `e2e/screenshots/${p.path.slice(1)}.png`, fullPage: true });
+test.describe("signed in as an operator", () => {
+  test.beforeEach(async ({ page }) => {
+    await signIn(page, "operator");
   });
-}
 
-test("navigation reaches every page", async ({ page }) => {
-  await page.goto("/repositories");
+  test("the home page opens the repositories page", async ({ page }) => {
+    await page.goto("/");
+    await expect(page).toHaveURL(/\/repositories$/);
+  });
+
   for (const p of PAGES) {
-    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: p.heading }).click();
-    await expect(page).toHaveURL(new RegExp(`${p.path}$`));
-    await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
+    test(`${p.heading} page shows its empty state`, async ({ page }) => {
+      await page.goto(p.path);
+      await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
+      await expect(page.getByTestId("empty-state")).toContainText(p.empty);
+      // The footer reads the health query: the catalog is the embedded SQLite default.
+      await expect(page.getByTestId("health")).toContainText("sqlite");
+      await expect(page.getByRole("link", { name: p.heading })).toHaveAttribute("aria-current", "page");
+      await page.screenshot({ path: `e2e/screenshots/${p.path.slice(1)}.png`, fullPage: true });
+    });
   }
+
+  test("navigation reaches every page", async ({ page }) => {
+    await page.goto("/repositories");
+    for (const p of PAGES) {
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: p.heading }).click();
+      await expect(page).toHaveURL(new RegExp(`${p.path}$`));
+      await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
+    }
+  });
 });
 
 test("the health query answers over HTTP with the database kind and migration", async ({ request }) => {

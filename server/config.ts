@@ -17,6 +17,13 @@ const envSchema = z.object({
   /// Interface the HTTP server binds to.
   STRATA_BIND: z.string().trim().min(1).default("127.0.0.1"),
   STRATA_LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  /// Signs dashboard session cookies. Every process serving one catalog needs the same value;
+  /// without it a random one is kept in STRATA_DATA_DIR.
+  STRATA_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  /// The address people open the dashboard at (sign-in checks request origins against it).
+  STRATA_PUBLIC_URL: z.url().optional(),
+  /// Sign-in attempts allowed per minute from one address.
+  STRATA_SIGNIN_ATTEMPTS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(10),
 });
 
 export interface Config {
@@ -25,6 +32,9 @@ export interface Config {
   port: number;
   bind: string;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  authSecret: string | undefined;
+  publicUrl: string;
+  signInAttemptsPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -56,6 +66,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: v.PORT,
     bind: v.STRATA_BIND,
     logLevel: v.STRATA_LOG_LEVEL,
+    authSecret: v.STRATA_AUTH_SECRET,
+    signInAttemptsPerMinute: v.STRATA_SIGNIN_ATTEMPTS_PER_MINUTE,
+    publicUrl: (v.STRATA_PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/$/, ""),
   };
 }
 

@@ -1,12 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { readMigrations } from "../db/migrate.ts";
 import { describeEachDatabase } from "../db/test-databases.ts";
+import { trustUser } from "../domain/scope.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";
 
 describeEachDatabase("health and dashboard reads", (catalog, kind) => {
+  const operator = trustUser("u-1", "ops@example.com", "operator");
   const caller = () =>
-    createCaller(createContextInner({ db: catalog().db, databaseKind: kind, authorization: null, user: null }));
+    createCaller(createContextInner({ db: catalog().db, databaseKind: kind, authorization: null, user: operator }));
 
   it("reports the database kind and the latest applied migration", async () => {
     const health = await caller().health();

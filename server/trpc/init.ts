@@ -7,6 +7,7 @@ import { getCatalog, type CatalogHandle, type Db } from "../services/catalog.ts"
 import { ERROR_CODES, StrataError, type StrataErrorShape } from "../domain/errors.ts";
 import type { UserRole, UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../services/agents.ts";
+import { getAuth, sessionUser } from "../services/auth.ts";
 
 // 1. Context ----------------------------------------------------------------------------------
 
@@ -24,14 +25,15 @@ export function createContextInner(opts: ContextInner): ContextInner {
   return opts;
 }
 
-export function createContext({ req }: { req: Request }): ContextInner {
+export async function createContext({ req }: { req: Request }): Promise<ContextInner> {
   const catalog = getCatalog();
+  // Only a session cookie signs a user in; an Authorization header never does.
+  const user = req.headers.has("cookie") ? await sessionUser(getAuth(), req.headers) : null;
   return createContextInner({
     db: catalog.db,
     databaseKind: catalog.kind,
     authorization: req.headers.get("authorization"),
-    // Dashboard sign-in is not wired yet: no request carries a user.
-    user: null,
+    user,
   });
 }
 

@@ -1,15 +1,17 @@
 import { z } from "zod";
 import { collectionOverview, listPins, listRepositories, listRestores } from "../../services/browse.ts";
 import { listSnapshots, snapshotListInput } from "../../services/snapshot-list.ts";
-import { publicProcedure, router } from "../init.ts";
+import { router, staffProcedure } from "../init.ts";
 
-// Dashboard reads. They move behind operator sign-in when dashboard auth lands.
+const staff = staffProcedure(["operator", "support", "admin"]);
+
+// Dashboard reads, for every signed-in role.
 export const browseRouter = router({
-  repositories: publicProcedure.query(({ ctx }) => listRepositories(ctx.db)),
-  snapshots: publicProcedure.input(snapshotListInput).query(({ ctx, input }) => listSnapshots(ctx.db, input)),
-  pins: publicProcedure
+  repositories: staff.query(({ ctx }) => listRepositories(ctx.db)),
+  snapshots: staff.input(snapshotListInput).query(({ ctx, input }) => listSnapshots(ctx.db, input)),
+  pins: staff
     .input(z.object({ active: z.boolean().optional() }).default({}))
     .query(({ ctx, input }) => listPins(ctx.db, input)),
-  restores: publicProcedure.query(({ ctx }) => listRestores(ctx.db)),
-  collection: publicProcedure.query(({ ctx }) => collectionOverview(ctx.db)),
+  restores: staff.query(({ ctx }) => listRestores(ctx.db)),
+  collection: staff.query(({ ctx }) => collectionOverview(ctx.db)),
 });

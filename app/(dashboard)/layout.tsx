@@ -1,0 +1,18 @@
+import { headers } from "next/headers";
+import { redirect } from "next/navigation";
+import type { ReactNode } from "react";
+import { Nav } from "../../components/nav.tsx";
+import { getAuth, sessionUser } from "../../server/services/auth.ts";
+
+export const dynamic = "force-dynamic";
+
+export default async function DashboardLayout({ children }: { children: ReactNode }) {
+  const user = await sessionUser(getAuth(), await headers());
+  if (!user) redirect("/signin");
+  return (
+    <div className="shell">
+      <Nav user={{ email: user.email, role: user.role }} />
+      <main>{children}</main>
+    </div>
+  );
+}

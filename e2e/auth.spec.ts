@@ -1,0 +1,42 @@
+import { expect, test } from "@playwright/test";
+import { credentials, signIn, type Role } from "./users.ts";
+
+test("a signed-out visitor is sent to the sign-in page", async ({ page }) => {
+  await page.goto("/snapshots");
+  await expect(page).toHaveURL(/\/signin$/);
+  await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+  await page.screenshot({ path: "e2e/screenshots/signin.png", fullPage: true });
+});
+
+for (const role of ["operator", "support", "admin"] as Role[]) {
+  test(`a ${role} signs in, sees their role, and signs out`, async ({ page }) => {
+    await signIn(page, role);
+    await expect(page).toHaveURL(/\/repositories$/);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect(page).toHaveURL(/\/signin$/);
+    await page.goto("/repositories");
+    await expect(page).toHaveURL(/\/signin$/);
+  });
+}
+
+test("a wrong password is refused with a clear message", async ({ page }) => {
+  await page.goto("/signin");
+  await page.getByLabel("Email").fill(credentials("operator").email);
+  await page.getByLabel("Password").fill("not-the-password-at-all");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: "do not match" })).toBeVisible();
+  await expect(page).toHaveURL(/\/signin$/);
+});
+
+test("dashboard data needs a signed-in user: no cookie, no data", async ({ request }) => {
+  const response = await request.get("/api/trpc/browse.repositories");
+  expect(response.status()).toBe(401);
+});
+
+test("nobody can sign up through the web", async ({ request }) => {
+  const response = await request.post("/api/auth/sign-up/email", {
+    data: { email: "intruder@strata.test", password: "long-enough-password", name: "x" },
+    headers: { origin: "http://127.0.0.1:3210" },
+  });
+  expect(response.ok()).toBe(false);
+});

@@ -1,0 +1,28 @@
+// Starts the app under test on a fresh embedded catalog with one user per role. Their
+// generated passwords go to a file in the test data directory, where the specs read them.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+const dataDir = process.env.STRATA_DATA_DIR;
+if (!dataDir) throw new Error("STRATA_DATA_DIR must be set");
+rmSync(dataDir, { recursive: true, force: true });
+mkdirSync(dataDir, { recursive: true });
+
+const users = {};
+for (const role of ["operator", "support", "admin"]) {
+  const email = `${role}@strata.test`;
+  const out = execFileSync(process.execPath, ["cli/strata.mjs", "user", "create", email, "--role", role, "--json"], {
+    encoding: "utf8",
+  });
+  users[role] = { email, password: JSON.parse(out).password };
+}
+writeFileSync(path.join(dataDir, "e2e-users.json"), JSON.stringify(users), { mode: 0o600 });
+
+// The specs sign in many times a minute from one address.
+const server = spawn(process.execPath, ["cli/strata.mjs", "serve"], {
+  stdio: "inherit",
+  env: { ...process.env, STRATA_SIGNIN_ATTEMPTS_PER_MINUTE: "1000" },
+});
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
+server.on("exit", (code) => process.exit(code ?? 0));
