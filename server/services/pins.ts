@@ -1,33 +1,82 @@
 // Usage holds (pins). A pin protects a snapshot, and everything beneath its heads, while
 // something uses it. Release is idempotent, and a release that arrives before its pin closes
 // that pin id for ever. Retirement refuses new pins but never breaks established ones.
+//
+// A pin may carry an expiry (a partly restored worktree is kept 30 days). An expired pin no
+// longer protects anything, on the database's clock, even before collection records it as
+// released; its id is closed like a released one (pinning it again is PIN_CLOSED).
+//
+// Arbitration: a new pin holds the snapshot row FOR SHARE while it checks the state and
+// inserts; retirement and head release hold it FOR UPDATE. So either the pin commits first
+// (and retirement keeps the heads), or retirement does (and the pin is refused).
 import { z } from "zod";
 import { inTransaction, type Db } from "../db/client.ts";
 import { isUniqueViolation, lockSnapshotRow, RetryTransaction } from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
 import type { Pin } from "../db/generated/postgres/client.ts";
+import { dbNow, dialect } from "./content-sql.ts";
 
 /** Snapshot states a new pin may be taken on. */
 export const PINNABLE_STATES = ["ready", "superseded"] as const;
 
 export const pinIdSchema = z.string().trim().min(1).max(200);
 
+/** The longest expiry a pin may ask for through the API. */
+export const MAX_PIN_SECONDS = 90 * 24 * 60 * 60;
+
 export interface PinOptions {
   snapshotId: string;
   pinId: string;
   holder?: string;
   purpose?: string;
+  /** When the pin stops protecting (absolute). */
   expiresAt?: Date;
+  /** When the pin stops protecting, counted from now on the database's clock. */
+  expiresInSeconds?: number;
   /** When set, the snapshot must belong to this agent (otherwise NOT_FOUND). */
   agentId?: string;
+}
+
+export interface ReleaseOptions {
+  snapshotId: string;
+  pinId: string;
+  holder?: string;
+  /** When set, a snapshot that exists must belong to this agent (otherwise NOT_FOUND). */
+  agentId?: string;
+}
+
+/** Whether a pin protects its snapshot at `now` (database clock). */
+export function isPinActive(pin: Pick<Pin, "released" | "expiresAt">, now: Date): boolean {
+  return !pin.released && (pin.expiresAt === null || pin.expiresAt.getTime() > now.getTime());
 }
 
 function notFound(snapshotId: string): StrataError {
   return new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
 }
 
-function checkExisting(existing: Pin, snapshotId: string): Pin {
-  if (existing.snapshotId !== snapshotId) {
+function pinNotFound(pinId: string): StrataError {
+  return new StrataError("NOT_FOUND", `Pin ${pinId} was not found.`);
+}
+
+/** The snapshot's owner, or null when there is no such snapshot. */
+async function ownerOf(db: Db, snapshotId: string): Promise<string | null> {
+  const row = await db.snapshot.findUnique({ where: { id: snapshotId }, select: { agentId: true } });
+  return row?.agentId ?? null;
+}
+
+/**
+ * For an agent's call: the pin's snapshot must be the agent's, or (for a release-first row)
+ * not exist at all. Anything else is NOT_FOUND, so pin ids of other agents leak nothing.
+ */
+async function checkPinVisible(db: Db, pin: Pin, agentId: string | undefined): Promise<void> {
+  if (!agentId) return;
+  const owner = await ownerOf(db, pin.snapshotId);
+  if (owner !== null && owner !== agentId) throw pinNotFound(pin.pinId);
+}
+
+async function checkExisting(db: Db, existing: Pin, opts: PinOptions): Promise<Pin> {
+  await checkPinVisible(db, existing, opts.agentId);
+  if (existing.snapshotId !== opts.snapshotId) {
     throw new StrataError("CONFLICT", `Pin ${existing.pinId} protects another snapshot.`, {
       hint: "A pin id is bound to one snapshot for ever: use a new pin id.",
     });
@@ -37,14 +86,23 @@ function checkExisting(existing: Pin, snapshotId: string): Pin {
       hint: "Use a new pin id.",
     });
   }
+  if (!isPinActive(existing, await dbNow(db))) {
+    throw new StrataError("PIN_CLOSED", `Pin ${existing.pinId} expired and cannot be used again.`, {
+      hint: "Use a new pin id.",
+      data: { expiresAt: existing.expiresAt?.toISOString() ?? null },
+    });
+  }
   return existing;
 }
 
 /** Takes (or confirms) a pin. Idempotent for the same (snapshot, pin id). */
 export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
+  if (opts.expiresInSeconds !== undefined && !(opts.expiresInSeconds > 0)) {
+    throw new StrataError("INVALID_INPUT", "expiresInSeconds must be positive.");
+  }
   return inTransaction(db, async (tx) => {
     const existing = await tx.pin.findUnique({ where: { pinId: opts.pinId } });
-    if (existing) return checkExisting(existing, opts.snapshotId);
+    if (existing) return checkExisting(tx, existing, opts);
 
     // Hold the snapshot row so retirement and head release cannot pass this pin.
     if (!(await lockSnapshotRow(tx, opts.snapshotId, "share"))) throw notFound(opts.snapshotId);
@@ -59,6 +117,11 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
         data: { state: snapshot.state },
       });
     }
+    const now = await dbNow(tx);
+    const expiresAt =
+      opts.expiresInSeconds !== undefined
+        ? new Date(now.getTime() + opts.expiresInSeconds * 1000)
+        : (opts.expiresAt ?? null);
     try {
       return await tx.pin.create({
         data: {
@@ -66,7 +129,8 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
           snapshotId: opts.snapshotId,
           holder: opts.holder ?? null,
           purpose: opts.purpose ?? null,
-          expiresAt: opts.expiresAt ?? null,
+          createdAt: now,
+          expiresAt,
         },
       });
     } catch (error) {
@@ -78,17 +142,23 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
 }
 
 /** Releases a pin. Idempotent; a release before the pin records the pin id as closed. */
-export async function releasePin(db: Db, opts: { snapshotId: string; pinId: string; holder?: string }): Promise<Pin> {
+export async function releasePin(db: Db, opts: ReleaseOptions): Promise<Pin> {
   return inTransaction(db, async (tx) => {
+    if (opts.agentId) {
+      const owner = await ownerOf(tx, opts.snapshotId);
+      if (owner !== null && owner !== opts.agentId) throw notFound(opts.snapshotId);
+    }
     const existing = await tx.pin.findUnique({ where: { pinId: opts.pinId } });
+    const now = await dbNow(tx);
     if (existing) {
+      await checkPinVisible(tx, existing, opts.agentId);
       if (existing.snapshotId !== opts.snapshotId) {
         throw new StrataError("CONFLICT", `Pin ${opts.pinId} protects another snapshot.`);
       }
       if (existing.released) return existing;
       await tx.pin.updateMany({
         where: { pinId: opts.pinId, released: false },
-        data: { released: true, releasedAt: new Date() },
+        data: { released: true, releasedAt: now },
       });
       return tx.pin.findUniqueOrThrow({ where: { pinId: opts.pinId } });
     }
@@ -98,7 +168,8 @@ export async function releasePin(db: Db, opts: { snapshotId: string; pinId: stri
           pinId: opts.pinId,
           snapshotId: opts.snapshotId,
           released: true,
-          releasedAt: new Date(),
+          releasedAt: now,
+          createdAt: now,
           holder: opts.holder ?? null,
           purpose: "released-before-pin",
         },
@@ -111,13 +182,89 @@ export async function releasePin(db: Db, opts: { snapshotId: string; pinId: stri
 }
 
 /** Reads a pin's state without changing it. */
-export async function inspectPin(db: Db, pinId: string): Promise<Pin> {
+export async function inspectPin(db: Db, pinId: string, opts: { agentId?: string } = {}): Promise<Pin> {
   const pin = await db.pin.findUnique({ where: { pinId } });
-  if (!pin) throw new StrataError("NOT_FOUND", `Pin ${pinId} was not found.`);
+  if (!pin) throw pinNotFound(pinId);
+  await checkPinVisible(db, pin, opts.agentId);
   return pin;
 }
 
-/** Whether any active pin protects the snapshot. */
-export async function hasActivePin(db: Db, snapshotId: string): Promise<boolean> {
-  return (await db.pin.count({ where: { snapshotId, released: false } })) > 0;
+export interface PinView extends Pin {
+  /** Whether the pin protects its snapshot now (not released, not expired). */
+  active: boolean;
+}
+
+/** A pin with whether it protects its snapshot now (database clock). */
+export async function describePin(db: Db, pinId: string, opts: { agentId?: string } = {}): Promise<PinView> {
+  const pin = await inspectPin(db, pinId, opts);
+  return { ...pin, active: isPinActive(pin, await dbNow(db)) };
+}
+
+/** Whether any active (unreleased, unexpired) pin protects the snapshot. */
+export async function hasActivePin(db: Db, snapshotId: string, now?: Date): Promise<boolean> {
+  const at = now ?? (await dbNow(db));
+  const pin = await db.pin.findFirst({
+    where: { snapshotId, released: false, OR: [{ expiresAt: null }, { expiresAt: { gt: at } }] },
+    select: { pinId: true },
+  });
+  return pin !== null;
+}
+
+export const listPinsInput = z.object({
+  snapshotId: z.string().trim().min(1).max(200).optional(),
+  /** true: only pins that protect now; false: only released or expired ones. */
+  active: z.boolean().optional(),
+  limit: z.number().int().min(1).max(500).default(100),
+});
+export type ListPinsInput = z.input<typeof listPinsInput>;
+
+/** The pins on an agent's own snapshots, newest first. */
+export async function listAgentPins(db: Db, opts: ListPinsInput & { agentId: string }): Promise<PinView[]> {
+  const input = listPinsInput.parse(opts);
+  const sql = dialect(db);
+  const now = await dbNow(db);
+  const params: unknown[] = [opts.agentId];
+  let where = `s.agent_id = ${sql.p(1)}`;
+  if (input.snapshotId) {
+    params.push(input.snapshotId);
+    where += ` AND p.snapshot_id = ${sql.p(params.length)}`;
+  }
+  if (input.active !== undefined) {
+    params.push(now);
+    const activeSql = `(p.released = false AND (p.expires_at IS NULL OR p.expires_at > ${sql.p(params.length)}))`;
+    where += input.active ? ` AND ${activeSql}` : ` AND NOT ${activeSql}`;
+  }
+  params.push(input.limit);
+  const ids = await db.$queryRawUnsafe<{ pin_id: string }[]>(
+    `SELECT p.pin_id FROM pins p JOIN snapshots s ON s.id = p.snapshot_id WHERE ${where} ` +
+      `ORDER BY p.created_at DESC, p.pin_id ASC LIMIT ${sql.p(params.length)}`,
+    ...params,
+  );
+  if (ids.length === 0) return [];
+  const pins = await db.pin.findMany({
+    where: { pinId: { in: ids.map((r) => r.pin_id) } },
+    orderBy: [{ createdAt: "desc" }, { pinId: "asc" }],
+  });
+  return pins.map((pin) => ({ ...pin, active: isPinActive(pin, now) }));
+}
+
+/**
+ * Records expired pins as released (collection does this on each run). An expired pin has
+ * already stopped protecting; this makes the catalog say so. Returns how many were closed.
+ */
+export async function releaseExpiredPins(db: Db, opts: { limit?: number; now?: Date } = {}): Promise<number> {
+  return inTransaction(db, async (tx) => {
+    const now = opts.now ?? (await dbNow(tx));
+    const due = await tx.pin.findMany({
+      where: { released: false, expiresAt: { lte: now } },
+      select: { pinId: true },
+      take: opts.limit ?? 500,
+    });
+    if (due.length === 0) return 0;
+    const closed = await tx.pin.updateMany({
+      where: { pinId: { in: due.map((p) => p.pinId) }, released: false },
+      data: { released: true, releasedAt: now },
+    });
+    return closed.count;
+  });
 }

@@ -1,0 +1,414 @@
+// Layers and snapshot heads: the prefix-chain catalog.
+//
+// A layer is one sealed artifact with at most one parent; its bytes are the stored blob whose
+// sha256 is the layer's digest. A snapshot keeps only the tops of its chains (snapshot_heads);
+// everything beneath a head is protected by reachability. Publishing therefore writes only
+// the new layers and the heads: O(delta + h) rows, whatever the length of the reused prefix.
+//
+// Arbitration with collection: every existing layer a publish makes a new reference to (the
+// parent of a new layer, or a reused head) is locked FOR SHARE and must be `available`;
+// collection locks a layer FOR UPDATE (skipping locked rows) before it moves it to `deleting`,
+// and re-checks heads and available children after taking the lock. Together with "a layer
+// is marked only when it has no head and no available child", an available layer's parent is
+// always available, so a reused prefix is intact below the row that was checked.
+import type { Db } from "../db/client.ts";
+import { inTransaction } from "../db/client.ts";
+import { isUniqueViolation, lockSnapshotRow, RetryTransaction } from "../db/errors.ts";
+import {
+  layerDifferences,
+  newLayersOutsideHeads,
+  orderNewLayers,
+  publishLayersInput,
+  blobDigestSchema,
+  type LayerDescriptor,
+  type PublishLayersInput,
+} from "../domain/content.ts";
+import { StrataError } from "../domain/errors.ts";
+import { dbNow, dialect, toNumber } from "./content-sql.ts";
+
+/** Snapshot states that may still gain heads. */
+const PUBLISHABLE_STATES = ["capturing", "ready"];
+const RETIRED_STATES = ["retired", "deleting", "deleted"];
+
+interface LayerRow {
+  uuid: string;
+  parent_uuid: string | null;
+  digest: string;
+  size_bytes: bigint | number;
+  kind: string;
+  state: string;
+}
+
+export interface PublishLayersResult {
+  /** New layer rows written. */
+  layersWritten: number;
+  /** Declared layers that were already in the catalog (checked, not written). */
+  layersReused: number;
+  /** New snapshot_heads rows written. */
+  headsWritten: number;
+  /** The snapshot's heads asked for, deduplicated, in the order given. */
+  heads: string[];
+}
+
+function duplicates(values: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const dup = new Set<string>();
+  for (const v of values) (seen.has(v) ? dup : seen).add(v);
+  return [...dup];
+}
+
+async function selectLayers(tx: Db, uuids: readonly string[], lock: boolean): Promise<Map<string, LayerRow>> {
+  const found = new Map<string, LayerRow>();
+  if (uuids.length === 0) return found;
+  const sql = dialect(tx);
+  const sorted = [...uuids].sort();
+  for (let i = 0; i < sorted.length; i += 1000) {
+    const slice = sorted.slice(i, i + 1000);
+    // Locks are taken in uuid order, the same order collection takes them in.
+    const rows = await tx.$queryRawUnsafe<LayerRow[]>(
+      `SELECT uuid, parent_uuid, digest, size_bytes, kind, state FROM layers WHERE uuid IN ${sql.list(slice.length)} ` +
+        `ORDER BY uuid${lock ? sql.lock("share") : ""}`,
+      ...slice,
+    );
+    for (const row of rows) found.set(row.uuid, row);
+  }
+  return found;
+}
+
+/** Locks stored blobs FOR SHARE so collection cannot delete them under this transaction. */
+export async function lockStoredBlobs(tx: Db, digests: readonly string[]): Promise<Map<string, { sizeBytes: number }>> {
+  const found = new Map<string, { sizeBytes: number }>();
+  if (digests.length === 0) return found;
+  const sql = dialect(tx);
+  const sorted = [...new Set(digests)].sort();
+  for (let i = 0; i < sorted.length; i += 1000) {
+    const slice = sorted.slice(i, i + 1000);
+    const rows = await tx.$queryRawUnsafe<{ digest: string; size_bytes: bigint | number }[]>(
+      `SELECT digest, size_bytes FROM blobs WHERE state = 'stored' AND digest IN ${sql.list(slice.length)} ` +
+        `ORDER BY digest${sql.lock("share")}`,
+      ...slice,
+    );
+    for (const row of rows) found.set(row.digest, { sizeBytes: toNumber(row.size_bytes) });
+  }
+  return found;
+}
+
+function unavailable(uuids: string[], states: string[]): StrataError {
+  return new StrataError(
+    "LAYER_UNAVAILABLE",
+    `Layer ${uuids.join(", ")} is ${states.join(", ")} and cannot be reused: collection is reclaiming it.`,
+    {
+      hint: "Publish the content as a new chain (new layer uuids, uploaded again) instead of reusing this prefix.",
+      data: { uuids, states },
+    },
+  );
+}
+
+/** LAYER_CONFLICT when a declared layer exists with another parent, digest, size or kind. */
+function refuseRebinds(declared: readonly LayerDescriptor[], existing: Map<string, LayerRow>): void {
+  const conflicts: { uuid: string; fields: string[] }[] = [];
+  for (const layer of declared) {
+    const row = existing.get(layer.uuid);
+    if (!row) continue;
+    const fields = layerDifferences(layer, {
+      parentUuid: row.parent_uuid,
+      digest: row.digest,
+      sizeBytes: BigInt(row.size_bytes),
+      kind: row.kind,
+    });
+    if (fields.length > 0) conflicts.push({ uuid: layer.uuid, fields });
+  }
+  if (conflicts.length > 0) {
+    throw new StrataError(
+      "LAYER_CONFLICT",
+      `Layer ${conflicts.map((c) => c.uuid).join(", ")} already exists with another ` +
+        `${[...new Set(conflicts.flatMap((c) => c.fields))].join(", ")}.`,
+      {
+        hint: "A layer uuid names one sealed artifact for ever: new bytes or a new parent need a new uuid.",
+        data: { conflicts },
+      },
+    );
+  }
+}
+
+/**
+ * Adds layers and heads to a snapshot, inside the caller's transaction if there is one.
+ * Writes only layers that are new and heads the snapshot does not have yet; a retry of the
+ * same publish writes nothing. Refuses (and writes nothing) when:
+ * - a declared layer exists with another parent, digest, size or kind (LAYER_CONFLICT);
+ * - a reused layer is being collected (LAYER_UNAVAILABLE);
+ * - a parent or head is neither declared nor in the catalog, new layers form a cycle, or a
+ *   new layer is under no head (INVALID_INPUT);
+ * - a new layer's bytes are not stored (BLOB_MISSING) or have another size (INVALID_INPUT);
+ * - the snapshot is retired (SNAPSHOT_RETIRED) or otherwise past publishing (CONFLICT).
+ */
+export async function publishLayers(
+  db: Db,
+  opts: PublishLayersInput & { snapshotId: string },
+): Promise<PublishLayersResult> {
+  const input = publishLayersInput.parse(opts);
+  const declared = input.layers;
+  const dup = duplicates(declared.map((l) => l.uuid));
+  if (dup.length > 0) {
+    throw new StrataError("INVALID_INPUT", `Layer ${dup.join(", ")} is declared more than once.`, {
+      data: { uuids: dup },
+    });
+  }
+  const heads = [...new Set(input.heads)];
+
+  return inTransaction(db, async (tx) => {
+    await lockPublishableSnapshot(tx, opts.snapshotId);
+    const declaredByUuid = new Map(declared.map((l) => [l.uuid, l]));
+
+    // What the catalog already holds of everything this publish names.
+    const named = new Set<string>([...declaredByUuid.keys(), ...heads]);
+    for (const l of declared) if (l.parentUuid) named.add(l.parentUuid);
+    const plain = await selectLayers(tx, [...named], false);
+
+    // New references go to: parents of new layers that exist, and heads that exist.
+    const fresh = declared.filter((l) => !plain.has(l.uuid));
+    const referenced = new Set<string>();
+    for (const l of fresh) if (l.parentUuid && plain.has(l.parentUuid)) referenced.add(l.parentUuid);
+    for (const h of heads) if (plain.has(h)) referenced.add(h);
+    const locked = await selectLayers(tx, [...referenced], true);
+    // A row that vanished or changed between the two reads cannot happen (rows are immutable
+    // and never deleted), but a state can move on: judge states by the locked read.
+    const existing = new Map(plain);
+    for (const [uuid, row] of locked) existing.set(uuid, row);
+
+    refuseRebinds(declared, existing);
+
+    const notAvailable = [...existing.values()].filter(
+      (row) => row.state !== "available" && (declaredByUuid.has(row.uuid) || referenced.has(row.uuid)),
+    );
+    if (notAvailable.length > 0) {
+      throw unavailable(
+        notAvailable.map((r) => r.uuid),
+        notAvailable.map((r) => r.state),
+      );
+    }
+
+    const unknownParents = fresh
+      .filter((l) => l.parentUuid && !declaredByUuid.has(l.parentUuid) && !existing.has(l.parentUuid))
+      .map((l) => l.parentUuid!);
+    const unknownHeads = heads.filter((h) => !declaredByUuid.has(h) && !existing.has(h));
+    if (unknownParents.length > 0 || unknownHeads.length > 0) {
+      throw new StrataError(
+        "INVALID_INPUT",
+        `Layer ${[...new Set([...unknownParents, ...unknownHeads])].join(", ")} is neither declared nor in the catalog.`,
+        {
+          hint: "Declare every new layer (uuid, parentUuid, digest, sizeBytes, kind); a reused layer must already exist.",
+          data: { unknownParents: [...new Set(unknownParents)], unknownHeads },
+        },
+      );
+    }
+
+    const ordered = orderNewLayers(fresh);
+    if (!ordered.ok) {
+      throw new StrataError("INVALID_INPUT", `The new layers ${ordered.cycle.join(" → ")} form a cycle.`, {
+        hint: "Layers form a forest: each parent must be sealed before its child.",
+        data: { cycle: ordered.cycle },
+      });
+    }
+    const orphans = newLayersOutsideHeads(fresh, heads);
+    if (orphans.length > 0) {
+      throw new StrataError("INVALID_INPUT", `New layer ${orphans.join(", ")} is under no head of this snapshot.`, {
+        hint: "List the top of every chain in `heads`; a layer no head reaches would be collected at once.",
+        data: { uuids: orphans },
+      });
+    }
+
+    // The bytes of every new layer must be stored, and stay stored until we commit.
+    const blobs = await lockStoredBlobs(
+      tx,
+      fresh.map((l) => l.digest),
+    );
+    const missing = [...new Set(fresh.map((l) => l.digest).filter((d) => !blobs.has(d)))];
+    if (missing.length > 0) {
+      throw new StrataError("BLOB_MISSING", `The bytes of ${missing.length} new layer(s) are not stored.`, {
+        hint: "Upload them first (blob.missing tells which), then publish again.",
+        data: { digests: missing },
+      });
+    }
+    const wrongSize = fresh.filter((l) => blobs.get(l.digest)!.sizeBytes !== l.sizeBytes);
+    if (wrongSize.length > 0) {
+      throw new StrataError("INVALID_INPUT", `Layer ${wrongSize.map((l) => l.uuid).join(", ")} has the wrong size.`, {
+        hint: "sizeBytes must be the size of the stored blob the digest names.",
+        data: { uuids: wrongSize.map((l) => l.uuid) },
+      });
+    }
+
+    const now = await dbNow(tx);
+    if (ordered.order.length > 0) {
+      try {
+        await tx.layer.createMany({
+          data: ordered.order.map((l) => ({
+            uuid: l.uuid,
+            parentUuid: l.parentUuid,
+            digest: l.digest,
+            sizeBytes: BigInt(l.sizeBytes),
+            kind: l.kind,
+            state: "available",
+            createdAt: now,
+          })),
+        });
+      } catch (error) {
+        // A concurrent publish sealed one of these uuids first: the retry compares with it.
+        if (isUniqueViolation(error)) throw new RetryTransaction("layer uuid inserted concurrently");
+        throw error;
+      }
+    }
+
+    const had = new Set(
+      (
+        await tx.snapshotHead.findMany({
+          where: { snapshotId: opts.snapshotId, layerUuid: { in: heads } },
+          select: { layerUuid: true },
+        })
+      ).map((h) => h.layerUuid),
+    );
+    const newHeads = heads.filter((h) => !had.has(h));
+    if (newHeads.length > 0) {
+      try {
+        await tx.snapshotHead.createMany({
+          data: newHeads.map((layerUuid) => ({ snapshotId: opts.snapshotId, layerUuid })),
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new RetryTransaction("head inserted concurrently");
+        throw error;
+      }
+    }
+    return {
+      layersWritten: ordered.order.length,
+      layersReused: declared.length - fresh.length,
+      headsWritten: newHeads.length,
+      heads,
+    };
+  });
+}
+
+async function lockPublishableSnapshot(
+  tx: Db,
+  snapshotId: string,
+): Promise<{ state: string; agentId: string; manifestDigest: string | null }> {
+  const found = await lockSnapshotRow(tx, snapshotId, "update");
+  const row = found
+    ? await tx.snapshot.findUnique({
+        where: { id: snapshotId },
+        select: { state: true, agentId: true, manifestDigest: true },
+      })
+    : null;
+  if (!row) throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
+  if (RETIRED_STATES.includes(row.state)) {
+    throw new StrataError("SNAPSHOT_RETIRED", `Snapshot ${snapshotId} is ${row.state} and takes no new content.`);
+  }
+  if (!PUBLISHABLE_STATES.includes(row.state)) {
+    throw new StrataError("CONFLICT", `Snapshot ${snapshotId} is ${row.state} and takes no new content.`, {
+      data: { state: row.state },
+    });
+  }
+  return row;
+}
+
+export interface PublishSnapshotOptions extends PublishLayersInput {
+  snapshotId: string;
+  /** The sha256 of the stored manifest blob; required to make the snapshot ready. */
+  manifestDigest: string;
+  /** When set, the snapshot must belong to this agent (otherwise NOT_FOUND). */
+  agentId?: string;
+}
+
+export interface PublishSnapshotResult extends PublishLayersResult {
+  snapshotId: string;
+  state: "ready";
+  manifestDigest: string;
+  /** True when the snapshot was already published with exactly these heads and manifest. */
+  alreadyPublished: boolean;
+}
+
+/**
+ * Publishes a captured snapshot in the layer form: its new layers, its heads and its manifest
+ * reference, made visible together (capturing → ready) in one transaction. Publishing the same
+ * thing again is idempotent; publishing something else to a ready snapshot is a CONFLICT.
+ */
+export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Promise<PublishSnapshotResult> {
+  const manifestDigest = blobDigestSchema.parse(opts.manifestDigest);
+  const input = publishLayersInput.parse(opts);
+  const heads = [...new Set(input.heads)];
+  return inTransaction(db, async (tx) => {
+    const snapshot = await lockPublishableSnapshot(tx, opts.snapshotId);
+    if (opts.agentId && snapshot.agentId !== opts.agentId) {
+      throw new StrataError("NOT_FOUND", `Snapshot ${opts.snapshotId} was not found.`);
+    }
+    if (snapshot.state === "ready") {
+      const current = await tx.snapshotHead.findMany({
+        where: { snapshotId: opts.snapshotId },
+        select: { layerUuid: true },
+      });
+      refuseRebinds(
+        input.layers,
+        await selectLayers(
+          tx,
+          input.layers.map((l) => l.uuid),
+          false,
+        ),
+      );
+      const same =
+        snapshot.manifestDigest === manifestDigest &&
+        current.length === heads.length &&
+        current.every((h) => heads.includes(h.layerUuid));
+      if (!same) {
+        throw new StrataError("CONFLICT", `Snapshot ${opts.snapshotId} is already published with other content.`, {
+          hint: "A published snapshot is immutable: capture a new snapshot instead.",
+        });
+      }
+      return {
+        snapshotId: opts.snapshotId,
+        state: "ready",
+        manifestDigest,
+        alreadyPublished: true,
+        layersWritten: 0,
+        layersReused: input.layers.length,
+        headsWritten: 0,
+        heads,
+      };
+    }
+
+    const manifest = await lockStoredBlobs(tx, [manifestDigest]);
+    if (!manifest.has(manifestDigest)) {
+      throw new StrataError("BLOB_MISSING", `The manifest blob ${manifestDigest} is not stored.`, {
+        hint: "Upload the manifest (PUT /api/blobs/<sha256>) before publishing.",
+        data: { digests: [manifestDigest] },
+      });
+    }
+    const written = await publishLayers(tx, { snapshotId: opts.snapshotId, layers: input.layers, heads });
+    const now = await dbNow(tx);
+    try {
+      const moved = await tx.snapshot.updateMany({
+        where: { id: opts.snapshotId, state: "capturing" },
+        data: { state: "ready", readyAt: now, manifestDigest },
+      });
+      if (moved.count !== 1) throw new RetryTransaction("snapshot changed state during publish");
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        throw new StrataError("CONFLICT", `Another ready snapshot already holds this snapshot's key.`, {
+          hint: "Baselines and checkpoints replace their key's head through baseline.publish / checkpoint.append.",
+        });
+      }
+      throw error;
+    }
+    return { snapshotId: opts.snapshotId, state: "ready", manifestDigest, alreadyPublished: false, ...written };
+  });
+}
+
+/** A snapshot's heads, for inspection. */
+export async function listHeads(db: Db, snapshotId: string): Promise<string[]> {
+  const rows = await db.snapshotHead.findMany({
+    where: { snapshotId },
+    select: { layerUuid: true },
+    orderBy: { layerUuid: "asc" },
+  });
+  return rows.map((r) => r.layerUuid);
+}
+
+export type { LayerDescriptor };
