@@ -56,7 +56,7 @@ export async function appendCheckpoint(
       });
     }
     const head = await tx.snapshot.findFirst({
-      where: { lineageId: lineage.id, class: "checkpoint", state: "ready" },
+      where: { ...lineageKey, lineageId: lineage.id, class: "checkpoint", state: "ready" },
       select: snapshotRefSelect,
     });
     if (head && head.manifestDigest === digest && observedHeadOf(head) === observedHeadId) {

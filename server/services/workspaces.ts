@@ -168,7 +168,8 @@ export async function acquireWorkspace(
     const head =
       existing?.state === "active"
         ? await tx.snapshot.findFirst({
-            where: { lineageId: existing.id, class: "checkpoint", state: "ready" },
+            // The key columns let PostgreSQL answer from the one-ready-checkpoint index.
+            where: { ...lineageKey, lineageId: existing.id, class: "checkpoint", state: "ready" },
             select: snapshotRefSelect,
           })
         : null;

@@ -1,0 +1,214 @@
+// `npm run bench:acquire`: acquire latency (p50/p99) on PostgreSQL with 16 concurrent clients,
+// at 10k and 100k snapshots. Each size gets a fresh database, bulk-filled with SQL, and the
+// measured calls are the real service (decision, lineage, pin and restore row in one
+// transaction). Options: --sizes 10000,100000 --clients 16 --acquires 4000.
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { createTestCatalog, type TestCatalog } from "../server/db/test-databases.ts";
+import { trustAgent } from "../server/domain/scope.ts";
+import { acquireWorkspace } from "../server/services/workspaces.ts";
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: "string", default: "10000,100000" },
+    clients: { type: "string", default: "16" },
+    acquires: { type: "string", default: "4000" },
+    warmup: { type: "string", default: "400" },
+  },
+});
+const SIZES = values.sizes.split(",").map(Number);
+const CLIENTS = Number(values.clients);
+const ACQUIRES = Number(values.acquires);
+const WARMUP = Number(values.warmup);
+
+const AGENTS = 10;
+const BASELINES_PER_KEY = 5; // 4 superseded + 1 ready
+const CHECKPOINTS_PER_LINEAGE = 10; // 9 superseded + 1 ready head
+
+interface Shape {
+  repositories: number;
+  baselineKeys: number;
+  lineages: number;
+}
+
+/** A fifth of the rows are baselines, the rest checkpoint chains. */
+function shapeFor(snapshots: number): Shape {
+  const baselineKeys = Math.max(1, Math.round((snapshots * 0.2) / BASELINES_PER_KEY));
+  const lineages = Math.max(1, Math.round((snapshots * 0.8) / CHECKPOINTS_PER_LINEAGE));
+  return { repositories: Math.max(1, Math.ceil(baselineKeys / AGENTS)), baselineKeys, lineages };
+}
+
+async function fill(catalog: TestCatalog, shape: Shape): Promise<number> {
+  const db = catalog.db;
+  const { repositories: R, baselineKeys: K, lineages: L } = shape;
+  await db.$executeRawUnsafe(
+    `INSERT INTO agents (id, name) SELECT 'agent-' || a, 'bench-' || a FROM generate_series(0, ${AGENTS - 1}) a`,
+  );
+  await db.$executeRawUnsafe(
+    `INSERT INTO repositories (id, identity, name)
+     SELECT 'repo-' || r, 'bench.test/acme/repo-' || r, 'repo-' || r FROM generate_series(0, ${R - 1}) r`,
+  );
+  // Baseline key k belongs to agent k % AGENTS and repository k / AGENTS; version v = 4 is ready.
+  await db.$executeRawUnsafe(
+    `INSERT INTO snapshots (id, class, state, agent_id, repository_id, backend_kind, base_image, canonical_ref,
+       canonical_commit, validation, tree_id, head_commit, branch, manifest_digest, metadata, created_at, ready_at,
+       superseded_at)
+     SELECT 'b-' || k || '-' || v, 'baseline', CASE WHEN v = ${BASELINES_PER_KEY - 1} THEN 'ready' ELSE 'superseded' END,
+       'agent-' || (k % ${AGENTS}), 'repo-' || (k / ${AGENTS}), 'modal', 'img-1', 'refs/heads/main',
+       substr(md5('c' || k || v) || md5('d' || k || v), 1, 40), '{"fetched": true}'::jsonb,
+       substr(md5('t' || k || v) || md5('u' || k || v), 1, 40), substr(md5('c' || k || v) || md5('d' || k || v), 1, 40),
+       'main', md5('m' || k || v) || md5('n' || k || v), '{"manifest": {"blobDigests": []}}'::jsonb,
+       now() - ((${BASELINES_PER_KEY} - v) || ' days')::interval, now() - ((${BASELINES_PER_KEY} - v) || ' days')::interval,
+       CASE WHEN v = ${BASELINES_PER_KEY - 1} THEN NULL ELSE now() END
+     FROM generate_series(0, ${K - 1}) k, generate_series(0, ${BASELINES_PER_KEY - 1}) v`,
+  );
+  // Lineage l: agent l % AGENTS, work context wc-l, a chain of checkpoints whose last is the head.
+  await db.$executeRawUnsafe(
+    `INSERT INTO lineages (id, agent_id, work_context_id, repository_id, backend_kind, base_image, created_at)
+     SELECT 'l-' || l, 'agent-' || (l % ${AGENTS}), 'wc-' || l, 'repo-' || ((l / ${AGENTS}) % ${R}), 'modal', 'img-1',
+       now() - interval '3 days'
+     FROM generate_series(0, ${L - 1}) l`,
+  );
+  await db.$executeRawUnsafe(
+    `INSERT INTO snapshots (id, class, state, agent_id, repository_id, backend_kind, base_image, work_context_id,
+       lineage_id, sequence, predecessor_id, tree_id, head_commit, branch, manifest_digest, metadata, created_at,
+       ready_at, superseded_at)
+     SELECT 'c-' || l || '-' || s, 'checkpoint', CASE WHEN s = ${CHECKPOINTS_PER_LINEAGE} THEN 'ready' ELSE 'superseded' END,
+       'agent-' || (l % ${AGENTS}), 'repo-' || ((l / ${AGENTS}) % ${R}), 'modal', 'img-1', 'wc-' || l, 'l-' || l, s,
+       CASE WHEN s = 1 THEN NULL ELSE 'c-' || l || '-' || (s - 1) END,
+       substr(md5('t' || l || s) || md5('u' || l || s), 1, 40), substr(md5('h' || l || s) || md5('i' || l || s), 1, 40),
+       'task-' || l, md5('m' || l || s) || md5('n' || l || s), '{"manifest": {"blobDigests": []}}'::jsonb,
+       now() - ((${CHECKPOINTS_PER_LINEAGE} - s) || ' hours')::interval,
+       now() - ((${CHECKPOINTS_PER_LINEAGE} - s) || ' hours')::interval,
+       CASE WHEN s = ${CHECKPOINTS_PER_LINEAGE} THEN NULL ELSE now() END
+     FROM generate_series(0, ${L - 1}) l, generate_series(1, ${CHECKPOINTS_PER_LINEAGE}) s`,
+  );
+  await db.$executeRawUnsafe(`ANALYZE`);
+  const rows = await db.$queryRawUnsafe<{ n: bigint | number }[]>(`SELECT count(*) AS n FROM snapshots`);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** The index each lookup of the decision uses at this size (a sequential scan would not scale). */
+async function plans(catalog: TestCatalog): Promise<string[]> {
+  const lookups = {
+    baseline: `SELECT id FROM snapshots WHERE agent_id = 'agent-3' AND repository_id = 'repo-7' AND backend_kind = 'modal'
+      AND base_image = 'img-1' AND canonical_ref = 'refs/heads/main' AND class = 'baseline' AND state = 'ready' LIMIT 1`,
+    lineage: `SELECT id FROM lineages WHERE agent_id = 'agent-3' AND work_context_id = 'wc-13' AND repository_id = 'repo-1'
+      AND backend_kind = 'modal' AND base_image = 'img-1'`,
+    head: `SELECT id FROM snapshots WHERE agent_id = 'agent-3' AND work_context_id = 'wc-13' AND repository_id = 'repo-1'
+      AND backend_kind = 'modal' AND base_image = 'img-1' AND lineage_id = 'l-13' AND class = 'checkpoint'
+      AND state = 'ready' LIMIT 1`,
+  };
+  const out: string[] = [];
+  for (const [name, sql] of Object.entries(lookups)) {
+    const rows = await catalog.db.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(`EXPLAIN ${sql}`);
+    const scan = rows.map((r) => r["QUERY PLAN"]).find((l) => /Scan/.test(l)) ?? "?";
+    out.push(`${name}: ${scan.replace(/^[\s>-]+/, "").replace(/\s+\(cost.*$/, "")}`);
+  }
+  return out;
+}
+
+type Kind = "resume" | "new" | "cold";
+
+/** Half resume an existing work context, 40% start new work on a baselined key, 10% start cold. */
+function request(i: number, shape: Shape) {
+  const roll = (i * 7919) % 10;
+  const kind: Kind = roll < 5 ? "resume" : roll < 9 ? "new" : "cold";
+  if (kind === "resume") {
+    const l = (i * 104_729) % shape.lineages;
+    return {
+      kind,
+      agent: l % AGENTS,
+      repository: (Math.floor(l / AGENTS) % shape.repositories) as number,
+      workContextId: `wc-${l}`,
+      canonicalRef: "main",
+    };
+  }
+  const k = (i * 15_485_863) % shape.baselineKeys;
+  return {
+    kind,
+    agent: k % AGENTS,
+    repository: Math.floor(k / AGENTS),
+    workContextId: undefined,
+    canonicalRef: kind === "cold" ? "never-published" : "main",
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, index)] ?? Number.NaN;
+}
+
+async function measure(catalog: TestCatalog, shape: Shape, total: number, offset: number) {
+  const latencies: number[] = [];
+  const rungs: Record<string, number> = { checkpoint: 0, baseline: 0, cold: 0 };
+  let next = 0;
+  const started = performance.now();
+  async function client(): Promise<void> {
+    for (;;) {
+      const i = next++;
+      if (i >= total) return;
+      const r = request(offset + i, shape);
+      const t0 = performance.now();
+      const plan = await acquireWorkspace(catalog.db, {
+        agent: trustAgent(`agent-${r.agent}`, `bench-${r.agent}`),
+        repository: { identity: `bench.test/acme/repo-${r.repository}` },
+        backendKind: "modal",
+        baseImage: "img-1",
+        canonicalRef: r.canonicalRef,
+        workContextId: r.workContextId,
+        workspace: `/bench/${offset + i}`,
+        host: "bench",
+      });
+      latencies.push(performance.now() - t0);
+      rungs[plan.rung] = (rungs[plan.rung] ?? 0) + 1;
+    }
+  }
+  await Promise.all(Array.from({ length: CLIENTS }, () => client()));
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    max: latencies.at(-1) ?? Number.NaN,
+    throughput: total / elapsed,
+    rungs,
+  };
+}
+
+async function main(): Promise<void> {
+  const rows: string[][] = [];
+  for (const size of SIZES) {
+    const shape = shapeFor(size);
+    process.stderr.write(`filling a fresh PostgreSQL catalog with ~${size} snapshots…\n`);
+    const catalog = await createTestCatalog("postgres");
+    try {
+      const count = await fill(catalog, shape);
+      for (const line of await plans(catalog)) process.stderr.write(`  ${line}\n`);
+      await measure(catalog, shape, WARMUP, 10_000_000); // warm caches and connections
+      process.stderr.write(`measuring ${ACQUIRES} acquires with ${CLIENTS} concurrent clients…\n`);
+      const m = await measure(catalog, shape, ACQUIRES, 0);
+      rows.push([
+        String(count),
+        String(CLIENTS),
+        String(ACQUIRES),
+        m.p50.toFixed(2),
+        m.p99.toFixed(2),
+        m.max.toFixed(2),
+        m.throughput.toFixed(0),
+        `${m.rungs.checkpoint}/${m.rungs.baseline}/${m.rungs.cold}`,
+      ]);
+    } finally {
+      await catalog.drop();
+    }
+  }
+  const header = ["snapshots", "clients", "acquires", "p50 ms", "p99 ms", "max ms", "acquires/s", "ckpt/base/cold"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ");
+  process.stdout.write(`\nacquire latency, PostgreSQL, ${CLIENTS} concurrent clients (goal: p99 < 5 ms at 100k)\n`);
+  process.stdout.write(`${line(header)}\n${line(widths.map((w) => "-".repeat(w)))}\n`);
+  for (const row of rows) process.stdout.write(`${line(row)}\n`);
+}
+
+await main();
