@@ -5,6 +5,7 @@ import { StrataError } from "../server/domain/errors.ts";
 import { registerAgent } from "./commands/agent.ts";
 import { registerMigrate } from "./commands/migrate.ts";
 import { registerServe } from "./commands/serve.ts";
+import { registerSweep } from "./commands/sweep.ts";
 import { registerUser } from "./commands/user.ts";
 import { EXIT, CliError } from "./output.ts";
 
@@ -17,6 +18,7 @@ const program = new Command()
 registerServe(program);
 registerMigrate(program);
 registerAgent(program);
+registerSweep(program);
 registerUser(program);
 
 try {

@@ -1,0 +1,39 @@
+import type { Command } from "commander";
+import { DEFAULT_SWEEP_SETTINGS } from "../../server/domain/retention.ts";
+import { sweepSnapshots } from "../../server/services/sweeper.ts";
+import { CliError, EXIT, emit } from "../output.ts";
+import { withCatalog } from "./agent.ts";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+function days(value: string, name: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new CliError(`--${name} must be a positive number of days`, EXIT.USAGE);
+  return n * DAY_MS;
+}
+
+export function registerSweep(program: Command): void {
+  program
+    .command("sweep")
+    .description("retire stale checkpoint heads and hand expired snapshots to garbage collection")
+    .option("--stale-days <days>", "retire heads neither captured nor restored for this long", "14")
+    .option("--retention-days <days>", "keep superseded, retired and failed snapshots this long", "7")
+    .option("--json", "print the result as JSON")
+    .action(async (opts: { staleDays: string; retentionDays: string; json?: boolean }) => {
+      const settings = {
+        ...DEFAULT_SWEEP_SETTINGS,
+        staleAfterMs: days(opts.staleDays, "stale-days"),
+        retentionMs: days(opts.retentionDays, "retention-days"),
+      };
+      const result = await withCatalog((db) => sweepSnapshots(db, { now: new Date(), settings }));
+      const moved = result.movedToDeleting;
+      emit(
+        Boolean(opts.json),
+        result,
+        `Retired ${result.staleCheckpointIds.length} stale checkpoint head(s) and ${result.staleLineageIds.length} ` +
+          `lineage(s); moved ${moved.superseded + moved.retired + moved.failed} snapshot(s) to deleting ` +
+          `(${moved.superseded} superseded, ${moved.retired} retired, ${moved.failed} failed); ` +
+          `${result.keptForPins} kept for active pins.`,
+      );
+    });
+}
