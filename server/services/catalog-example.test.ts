@@ -63,7 +63,15 @@ describeEachDatabase("seed 004 worked example", (catalog) => {
       layers: [A, B, M],
       heads: [B.uuid, M.uuid],
     });
-    let expected = {
+    type Row = readonly (string | boolean | null)[];
+    let expected: {
+      snapshots: Row[];
+      layers: Row[];
+      heads: string[];
+      pins: Row[];
+      blobs: string[];
+      chunkRows: number;
+    } = {
       snapshots: [["S0", alias, "ready", "mf0"]],
       layers: [
         ["A", null, "dA", "available"],
@@ -71,7 +79,7 @@ describeEachDatabase("seed 004 worked example", (catalog) => {
         ["M", null, "dM", "available"],
       ],
       heads: ["S0->B", "S0->M"],
-      pins: [] as unknown[],
+      pins: [],
       blobs,
       chunkRows: 8,
     };
