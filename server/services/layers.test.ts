@@ -103,6 +103,39 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     expect(isStrataError(other, "CONFLICT")).toBe(true);
   });
 
+  it("registers the content of a snapshot made ready elsewhere, once", async () => {
+    const db = catalog().db;
+    const s = await capturing();
+    // As baseline.publish / checkpoint.append leave it: ready, a manifest reference, no heads.
+    await db.snapshot.update({ where: { id: s }, data: { state: "ready", manifestDigest: "f".repeat(64) } });
+    const a = await storedLayer(db, {});
+    const b = await storedLayer(db, { parentUuid: a.uuid });
+    const wrongManifest = await errorOf(
+      publishSnapshot(db, { snapshotId: s, manifestDigest: manifest, layers: [a, b], heads: [b.uuid] }),
+    );
+    expect(isStrataError(wrongManifest, "CONFLICT")).toBe(true);
+    const attached = await publishSnapshot(db, { snapshotId: s, layers: [a, b], heads: [b.uuid] });
+    expect(attached).toMatchObject({
+      alreadyPublished: false,
+      layersWritten: 2,
+      headsWritten: 1,
+      manifestDigest: "f".repeat(64),
+    });
+    const again = await publishSnapshot(db, {
+      snapshotId: s,
+      manifestDigest: "f".repeat(64),
+      layers: [a, b],
+      heads: [b.uuid],
+    });
+    expect(again).toMatchObject({ alreadyPublished: true, layersWritten: 0 });
+    const other = await storedLayer(db, {});
+    const changed = await errorOf(publishSnapshot(db, { snapshotId: s, layers: [other], heads: [other.uuid] }));
+    expect(isStrataError(changed, "CONFLICT")).toBe(true);
+    // A capturing snapshot cannot become ready without a manifest.
+    const bare = await errorOf(publishSnapshot(db, { snapshotId: await capturing(), layers: [], heads: [] }));
+    expect(isStrataError(bare, "INVALID_INPUT")).toBe(true);
+  });
+
   it("reuses an existing prefix, checking the declared ancestors against their rows", async () => {
     const db = catalog().db;
     const a = await storedLayer(db, {});

@@ -312,8 +312,12 @@ async function lockPublishableSnapshot(
 
 export interface PublishSnapshotOptions extends PublishLayersInput {
   snapshotId: string;
-  /** The sha256 of the stored manifest blob; required to make the snapshot ready. */
-  manifestDigest: string;
+  /**
+   * The sha256 of the stored manifest blob. Required to publish a capturing snapshot; for a
+   * snapshot already made ready elsewhere (baseline.publish, checkpoint.append) it may be left
+   * out, and when given it must be the manifest reference the snapshot already has.
+   */
+  manifestDigest?: string;
   /** When set, the snapshot must belong to this agent (otherwise NOT_FOUND). */
   agentId?: string;
 }
@@ -321,18 +325,21 @@ export interface PublishSnapshotOptions extends PublishLayersInput {
 export interface PublishSnapshotResult extends PublishLayersResult {
   snapshotId: string;
   state: "ready";
-  manifestDigest: string;
-  /** True when the snapshot was already published with exactly these heads and manifest. */
+  manifestDigest: string | null;
+  /** True when the snapshot already had exactly these heads (and manifest): nothing was written. */
   alreadyPublished: boolean;
 }
 
 /**
- * Publishes a captured snapshot in the layer form: its new layers, its heads and its manifest
- * reference, made visible together (capturing → ready) in one transaction. Publishing the same
- * thing again is idempotent; publishing something else to a ready snapshot is a CONFLICT.
+ * Publishes a snapshot in the layer form: its new layers, its heads and its manifest reference.
+ * - A capturing snapshot becomes ready with them, all in one transaction.
+ * - A snapshot made ready without content (by the lineage services) gets its layers and heads
+ *   registered, once.
+ * Publishing the same thing again is idempotent; anything else on a snapshot that already has
+ * heads is a CONFLICT (a published snapshot is immutable).
  */
 export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Promise<PublishSnapshotResult> {
-  const manifestDigest = blobDigestSchema.parse(opts.manifestDigest);
+  const manifestDigest = opts.manifestDigest === undefined ? null : blobDigestSchema.parse(opts.manifestDigest);
   const input = publishLayersInput.parse(opts);
   const heads = [...new Set(input.heads)];
   return inTransaction(db, async (tx) => {
@@ -340,40 +347,55 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
     if (opts.agentId && snapshot.agentId !== opts.agentId) {
       throw new StrataError("NOT_FOUND", `Snapshot ${opts.snapshotId} was not found.`);
     }
+    const immutable = () =>
+      new StrataError("CONFLICT", `Snapshot ${opts.snapshotId} is already published with other content.`, {
+        hint: "A published snapshot is immutable: capture a new snapshot instead.",
+      });
+
     if (snapshot.state === "ready") {
+      if (manifestDigest !== null && manifestDigest !== snapshot.manifestDigest) throw immutable();
       const current = await tx.snapshotHead.findMany({
         where: { snapshotId: opts.snapshotId },
         select: { layerUuid: true },
       });
-      refuseRebinds(
-        input.layers,
-        await selectLayers(
-          tx,
-          input.layers.map((l) => l.uuid),
-          false,
-        ),
-      );
-      const same =
-        snapshot.manifestDigest === manifestDigest &&
-        current.length === heads.length &&
-        current.every((h) => heads.includes(h.layerUuid));
-      if (!same) {
-        throw new StrataError("CONFLICT", `Snapshot ${opts.snapshotId} is already published with other content.`, {
-          hint: "A published snapshot is immutable: capture a new snapshot instead.",
-        });
+      if (current.length > 0) {
+        refuseRebinds(
+          input.layers,
+          await selectLayers(
+            tx,
+            input.layers.map((l) => l.uuid),
+            false,
+          ),
+        );
+        const same = current.length === heads.length && current.every((h) => heads.includes(h.layerUuid));
+        if (!same) throw immutable();
+        return {
+          snapshotId: opts.snapshotId,
+          state: "ready",
+          manifestDigest: snapshot.manifestDigest,
+          alreadyPublished: true,
+          layersWritten: 0,
+          layersReused: input.layers.length,
+          headsWritten: 0,
+          heads,
+        };
       }
+      // Ready without content: register its layers and heads now.
+      const written = await publishLayers(tx, { snapshotId: opts.snapshotId, layers: input.layers, heads });
       return {
         snapshotId: opts.snapshotId,
         state: "ready",
-        manifestDigest,
-        alreadyPublished: true,
-        layersWritten: 0,
-        layersReused: input.layers.length,
-        headsWritten: 0,
-        heads,
+        manifestDigest: snapshot.manifestDigest,
+        alreadyPublished: false,
+        ...written,
       };
     }
 
+    if (manifestDigest === null) {
+      throw new StrataError("INVALID_INPUT", "Publishing a capturing snapshot needs its manifestDigest.", {
+        hint: "Upload the manifest as a blob and pass its sha256.",
+      });
+    }
     const manifest = await lockStoredBlobs(tx, [manifestDigest]);
     if (!manifest.has(manifestDigest)) {
       throw new StrataError("BLOB_MISSING", `The manifest blob ${manifestDigest} is not stored.`, {

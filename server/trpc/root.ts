@@ -6,6 +6,10 @@ import { checkpointRouter } from "./routers/checkpoint.ts";
 import { workspaceRouter } from "./routers/workspace.ts";
 import { lineageRouter } from "./routers/lineage.ts";
 import { snapshotRouter } from "./routers/snapshot.ts";
+import { snapshotContentRouter } from "./routers/snapshot-content.ts";
+import { pinRouter } from "./routers/pin.ts";
+import { blobRouter } from "./routers/blob.ts";
+import { gcRouter } from "./routers/gc.ts";
 
 export const appRouter = router({
   health: healthProcedure,
@@ -14,7 +18,11 @@ export const appRouter = router({
   checkpoint: checkpointRouter,
   workspace: workspaceRouter,
   lineage: lineageRouter,
-  snapshot: snapshotRouter,
+  // get/list (lineage) and publish/delete (content) share the namespace.
+  snapshot: router({ ...snapshotRouter._def.record, ...snapshotContentRouter._def.record }),
+  pin: pinRouter,
+  blob: blobRouter,
+  gc: gcRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,39 @@
+import { z } from "zod";
+import { collectionRunSchema, collectResultSchema, headReleaseTallySchema } from "../../domain/content-views.ts";
+import { collectGarbage, listCollectionRuns } from "../../services/gc.ts";
+import { releaseRetiredHeads } from "../../services/retirement.ts";
+import { router, staffProcedure } from "../init.ts";
+
+const admin = staffProcedure(["admin"]);
+
+// Garbage collection for admins. The worker calls the services directly on its schedule.
+export const gcRouter = router({
+  releaseRetiredHeads: admin.output(headReleaseTallySchema).mutation(({ ctx }) => releaseRetiredHeads(ctx.db)),
+  /** Runs a collection now (unless one is running); the interval is skipped unless force is false. */
+  collect: admin
+    .input(
+      z
+        .object({
+          force: z.boolean().default(true),
+          graceSeconds: z
+            .number()
+            .int()
+            .min(0)
+            .max(30 * 24 * 3600)
+            .optional(),
+        })
+        .default({ force: true }),
+    )
+    .output(collectResultSchema)
+    .mutation(({ ctx, input }) =>
+      collectGarbage(ctx.db, {
+        force: input.force,
+        graceSeconds: input.graceSeconds,
+        host: `admin:${ctx.user.userId}`,
+      }),
+    ),
+  runs: admin
+    .input(z.object({ limit: z.number().int().min(1).max(500).default(50) }).default({ limit: 50 }))
+    .output(z.array(collectionRunSchema))
+    .query(({ ctx, input }) => listCollectionRuns(ctx.db, input)),
+});
