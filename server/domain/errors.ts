@@ -19,6 +19,13 @@ export const ERROR_CODES = {
   LAYER_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
   UNAVAILABLE: { status: "SERVICE_UNAVAILABLE", retryable: true },
   INTERNAL: { status: "INTERNAL_SERVER_ERROR", retryable: true },
+  // Git-side failures of capture, restore and evidence (server/git).
+  NOT_A_REPOSITORY: { status: "PRECONDITION_FAILED", retryable: false },
+  GIT_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
+  UNREADABLE_PATH: { status: "PRECONDITION_FAILED", retryable: false },
+  GIT_FAILED: { status: "INTERNAL_SERVER_ERROR", retryable: false },
+  TIMEOUT: { status: "TIMEOUT", retryable: true },
+  ABORTED: { status: "CLIENT_CLOSED_REQUEST", retryable: false },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,0 +1,226 @@
+// Argument building and parsing, without running git.
+import { describe, expect, it } from "vitest";
+import { isStrataError } from "../domain/errors.ts";
+import {
+  commitTree,
+  configMatching,
+  fetchBranch,
+  ignoredPaths,
+  oidArg,
+  parseTouchedPaths,
+  pathsTouchedBy,
+  resolveCommit,
+  setIndexEntries,
+  treeEntries,
+  treePatch,
+  updateIndexFromWorktree,
+  updateRef,
+} from "./commands.ts";
+import { parseStatus, parseUnreadableWarnings, statusCommand } from "./status.ts";
+import type { GitOutput } from "./runner.ts";
+
+const A = "a".repeat(40);
+const B = "b".repeat(40);
+const Z = "0".repeat(40);
+
+function output(stdout: string | Buffer, exitCode = 0): GitOutput {
+  return { stdout: Buffer.isBuffer(stdout) ? stdout : Buffer.from(stdout), stderr: "", exitCode };
+}
+
+function refused(fn: () => unknown): boolean {
+  try {
+    fn();
+    return false;
+  } catch (error) {
+    return isStrataError(error, "INVALID_INPUT");
+  }
+}
+
+describe("status --porcelain=v2 -z", () => {
+  it("asks for one pass with everything a capture needs, on the given index", () => {
+    const command = statusCommand({ untracked: "all", ignored: true, ignoreSubmodules: "dirty", indexFile: "/x/idx" });
+    expect(command.args).toEqual(
+      expect.arrayContaining(["status", "--porcelain=v2", "-z", "--branch", "--no-renames", "--ignored=matching"]),
+    );
+    expect(command.env).toEqual({ GIT_INDEX_FILE: "/x/idx" });
+    const writing = statusCommand({
+      untracked: "all",
+      ignored: false,
+      ignoreSubmodules: "dirty",
+      indexFile: "/x/idx",
+      writeRefreshedIndex: true,
+    });
+    expect(writing.env).toEqual({ GIT_INDEX_FILE: "/x/idx", GIT_OPTIONAL_LOCKS: "1" });
+    expect(statusCommand({ untracked: "no", ignored: false, ignoreSubmodules: "none" }).env).toEqual({});
+  });
+
+  it("reads headers, changed, renamed, unmerged, untracked and ignored records; names keep their spaces", () => {
+    const records = [
+      `# branch.oid ${A}`,
+      "# branch.head feature/x",
+      `1 .M N... 100644 100644 100644 ${A} ${A} src/file name.ts`,
+      `1 A. N... 000000 100644 100644 ${Z} ${B} new.txt`,
+      `1 .M SC.. 160000 160000 160000 ${A} ${A} lib`,
+      `2 R. N... 100644 100644 100644 ${A} ${A} R100 renamed.txt`,
+      "original.txt",
+      `u UU N... 100644 100644 100644 100644 ${A} ${B} ${A} conflict.txt`,
+      "? naïve café.txt",
+      "? tools/",
+      "! node_modules/",
+    ];
+    const parsed = parseStatus(Buffer.from(`${records.join("\0")}\0`));
+    expect(parsed.head).toBe(A);
+    expect(parsed.branch).toBe("feature/x");
+    expect(parsed.entries).toEqual([
+      expect.objectContaining({ kind: "changed", x: ".", y: "M", path: "src/file name.ts", oidHead: A }),
+      expect.objectContaining({ kind: "changed", x: "A", y: ".", modeHead: "000000", oidIndex: B, path: "new.txt" }),
+      expect.objectContaining({ kind: "changed", submodule: "SC..", path: "lib" }),
+      expect.objectContaining({ kind: "changed", x: "R", path: "renamed.txt" }),
+      { kind: "unmerged", x: "U", y: "U", submodule: "N...", path: "conflict.txt" },
+      { kind: "untracked", path: "naïve café.txt" },
+      { kind: "untracked", path: "tools/" },
+      { kind: "ignored", path: "node_modules/" },
+    ]);
+  });
+
+  it("reads an unborn branch and a detached HEAD", () => {
+    expect(parseStatus(Buffer.from("# branch.oid (initial)\0# branch.head main\0"))).toEqual({
+      head: null,
+      branch: "main",
+      entries: [],
+    });
+    expect(parseStatus(Buffer.from(`# branch.oid ${A}\0# branch.head (detached)\0`)).branch).toBeNull();
+  });
+
+  it("refuses names that are not UTF-8 and lines it cannot read", () => {
+    const bad = Buffer.concat([Buffer.from("? caf"), Buffer.from([0xe9]), Buffer.from(".txt\0")]);
+    expect(() => parseStatus(bad)).toThrow(/not valid UTF-8/);
+    expect(() => parseStatus(Buffer.from("X what\0"))).toThrow(/cannot read/);
+  });
+
+  it("finds the directories git could only warn about", () => {
+    const stderr = "warning: could not open directory 'secret dir/': Permission denied\n";
+    expect(parseUnreadableWarnings(stderr)).toEqual(["secret dir/"]);
+  });
+});
+
+describe("argument guards", () => {
+  it("refuses refs and object ids that could be read as options or carry control characters", () => {
+    expect(refused(() => resolveCommit("--upload-pack=evil"))).toBe(true);
+    expect(refused(() => resolveCommit("main\nrm"))).toBe(true);
+    expect(refused(() => resolveCommit("has space"))).toBe(true);
+    expect(refused(() => oidArg("-x"))).toBe(true);
+    expect(refused(() => oidArg("abc"))).toBe(true);
+    expect(refused(() => updateRef("-d", A))).toBe(true);
+    expect(refused(() => fetchBranch("--exec=evil", "main", 1000))).toBe(true);
+    expect(refused(() => fetchBranch("origin", "-main", 1000))).toBe(true);
+    expect(resolveCommit("main").args).toEqual([
+      "rev-parse",
+      "--verify",
+      "--quiet",
+      "--end-of-options",
+      "main^{commit}",
+    ]);
+  });
+
+  it("puts paths after -- or on stdin, never among options", () => {
+    expect(treeEntries(A, ["--force", "-rf"]).args.slice(-3)).toEqual(["--", "--force", "-rf"]);
+    const update = updateIndexFromWorktree("/idx", ["-n", "a b"]);
+    expect(update.args).not.toContain("-n");
+    expect(update.input).toBe("-n\0a b\0");
+    expect(refused(() => updateIndexFromWorktree("/idx", ["bad\0path"]))).toBe(true);
+    expect(refused(() => treeEntries(A, ["bad\0path"]))).toBe(true);
+  });
+
+  it("feeds index entries as mode, id, tab, path; mode 0 removes", () => {
+    const command = setIndexEntries("/idx", [
+      { mode: "100644", oid: A, path: "a file" },
+      { mode: "0", oid: Z, path: "gone" },
+    ]);
+    expect(command.args).toEqual(["-c", "core.splitIndex=false", "update-index", "-z", "--index-info"]);
+    expect(command.input).toBe(`100644 ${A}\ta file\u00000 ${Z}\tgone\u0000`);
+    expect(command.env).toMatchObject({ GIT_INDEX_FILE: "/idx" });
+  });
+});
+
+describe("parsers", () => {
+  it("reads configuration pairs, keys and values apart", () => {
+    const command = configMatching("^remote\\..*\\.url$");
+    expect(command.okExitCodes).toContain(1);
+    expect(command.parse(output("remote.origin.url\nhttps://h/r\0core.autocrlf\ntrue\0"))).toEqual([
+      ["remote.origin.url", "https://h/r"],
+      ["core.autocrlf", "true"],
+    ]);
+    expect(command.parse(output("", 1))).toEqual([]);
+  });
+
+  it("reads tree entries", () => {
+    const parsed = treeEntries(A, ["x"]).parse(
+      output(`100755 blob ${B}\tbin/run me\u0000160000 commit ${A}\tlib\u0000`),
+    );
+    expect(parsed).toEqual([
+      { mode: "100755", oid: B, path: "bin/run me" },
+      { mode: "160000", oid: A, path: "lib" },
+    ]);
+  });
+
+  it("reads the paths each commit touches, in the order the commits were given", () => {
+    expect(pathsTouchedBy([A, B]).input).toBe(`${A}\n${B}\n`);
+    const touched = parseTouchedPaths([A, ".env", "src/a.ts", B, "README.md"], [A, B]);
+    expect([...touched]).toEqual([
+      [A, [".env", "src/a.ts"]],
+      [B, ["README.md"]],
+    ]);
+    expect([...parseTouchedPaths([A, B], [A, B])]).toEqual([
+      [A, []],
+      [B, []],
+    ]);
+  });
+
+  it("evaluates a pattern file alone in a scratch repository", () => {
+    const command = ignoredPaths(["a.tmp"], {
+      patternFile: {
+        file: "/r/.strata/snapshot-ignore",
+        scratchGitDir: "/c/scratch.git",
+        emptyWorkTree: "/c/empty",
+        ignoreCase: true,
+      },
+    });
+    expect(command.args).toEqual([
+      "--git-dir=/c/scratch.git",
+      "--work-tree=/c/empty",
+      "-c",
+      "core.excludesFile=/r/.strata/snapshot-ignore",
+      "-c",
+      "core.ignoreCase=true",
+      "check-ignore",
+      "-z",
+      "--stdin",
+      "--no-index",
+    ]);
+    expect(command.parse(output("a.tmp\0"))).toEqual(new Set(["a.tmp"]));
+  });
+
+  it("builds patches that any git applies the same way", () => {
+    const patch = treePatch(A, B, 100);
+    expect(patch.args).toEqual(
+      expect.arrayContaining(["--binary", "--full-index", "--no-renames", "--no-ext-diff", "--no-textconv"]),
+    );
+    expect(patch.args.slice(-2)).toEqual([A, B]);
+    expect(patch.maxOutputBytes).toBe(100);
+  });
+
+  it("commits with a fixed identity and date, and moves refs without hooks", () => {
+    const command = commitTree(A, [B], "msg", { name: "Strata", email: "s@x", when: 1_700_000_000.5 });
+    expect(command.args).toEqual(["commit-tree", "--no-gpg-sign", "-p", B, A]);
+    expect(command.env).toMatchObject({ GIT_AUTHOR_DATE: "1700000000 +0000", GIT_COMMITTER_NAME: "Strata" });
+    expect(updateRef("refs/strata/snapshots/a/b", A).args).toEqual([
+      "-c",
+      "core.hooksPath=/dev/null",
+      "update-ref",
+      "--no-deref",
+      "refs/strata/snapshots/a/b",
+      A,
+    ]);
+  });
+});

@@ -1,0 +1,414 @@
+// Git calls as plain data: each function builds the arguments of one call and says how to read
+// its answer. Nothing here runs git, so every builder and parser is unit-tested on its own.
+import { StrataError } from "../domain/errors.ts";
+import {
+  decodeUtf8,
+  nulInput,
+  pathArgs,
+  refArg,
+  splitLines,
+  splitNul,
+  type GitCommand,
+  type GitOutput,
+} from "./runner.ts";
+
+const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+export function isObjectId(value: string): boolean {
+  return OBJECT_ID.test(value);
+}
+
+/** An object id we are about to pass as an argument: checked, so it can never be an option. */
+export function oidArg(value: string): string {
+  if (!OBJECT_ID.test(value)) throw new StrataError("INVALID_INPUT", "Refusing a malformed object id.");
+  return value;
+}
+
+function oneObjectId(subcommand: string) {
+  return (out: GitOutput): string => {
+    const value = decodeUtf8(out.stdout).trim();
+    if (!OBJECT_ID.test(value)) {
+      throw new StrataError("GIT_FAILED", `git ${subcommand} did not print an object id.`, { data: { subcommand } });
+    }
+    return value;
+  };
+}
+
+// --- the repository ----------------------------------------------------------------------------
+
+export interface RepositoryLayout {
+  /** The working tree's top directory. */
+  root: string;
+  /** This worktree's git directory (differs from commonDir in a linked worktree). */
+  gitDir: string;
+  /** The directory that holds objects, refs and config. */
+  commonDir: string;
+  objectFormat: "sha1" | "sha256";
+}
+
+export function repositoryLayout(): GitCommand<RepositoryLayout> {
+  return {
+    args: [
+      "rev-parse",
+      "--path-format=absolute",
+      "--show-toplevel",
+      "--absolute-git-dir",
+      "--git-common-dir",
+      "--show-object-format",
+    ],
+    parse: (out) => {
+      const [root, gitDir, commonDir, format] = splitLines(out.stdout);
+      if (!root || !gitDir || !commonDir) {
+        throw new StrataError("NOT_A_REPOSITORY", "git did not name a working tree for this directory.");
+      }
+      return { root, gitDir, commonDir, objectFormat: format === "sha256" ? "sha256" : "sha1" };
+    },
+  };
+}
+
+/** A commit a revision names, or null when it names none. */
+export function resolveCommit(revision: string): GitCommand<string | null> {
+  return {
+    args: ["rev-parse", "--verify", "--quiet", "--end-of-options", `${refArg(revision, "revision")}^{commit}`],
+    okExitCodes: [0, 1, 128],
+    parse: (out) => (out.exitCode === 0 ? oneObjectId("rev-parse")(out) : null),
+  };
+}
+
+/** The id of the empty tree in this repository's hash (nothing is written). */
+export function emptyTree(): GitCommand<string> {
+  return { args: ["hash-object", "-t", "tree", "--stdin"], input: "", parse: oneObjectId("hash-object") };
+}
+
+/** Which of these objects exist (one `cat-file` for all of them). */
+export function existingObjects(oids: readonly string[]): GitCommand<Set<string>> {
+  return {
+    args: ["cat-file", "--batch-check=%(objectname)"],
+    input: oids.map((o) => `${oidArg(o)}\n`).join(""),
+    parse: (out) => new Set(splitLines(out.stdout).filter((line) => OBJECT_ID.test(line))),
+  };
+}
+
+// --- configuration -----------------------------------------------------------------------------
+
+/** Configuration values whose keys match a fixed pattern, as [key, value] pairs in file order. */
+export function configMatching(pattern: string): GitCommand<Array<[string, string]>> {
+  return {
+    args: ["config", "-z", "--get-regexp", pattern],
+    // 1: no key matched.
+    okExitCodes: [0, 1],
+    parse: (out) =>
+      splitNul(out.stdout).map((record) => {
+        const newline = record.indexOf("\n");
+        return newline < 0 ? [record, ""] : [record.slice(0, newline), record.slice(newline + 1)];
+      }),
+  };
+}
+
+/** One path-valued configuration key with `~` expanded, or null. */
+export function configPath(key: string): GitCommand<string | null> {
+  return {
+    args: ["config", "--path", "--get", refArg(key, "config key")],
+    okExitCodes: [0, 1],
+    parse: (out) => (out.exitCode === 0 ? decodeUtf8(out.stdout).replace(/\n$/, "") : null),
+  };
+}
+
+// --- the private index -------------------------------------------------------------------------
+
+function onIndex(indexFile: string): Record<string, string> {
+  // Our own index may be refreshed and rewritten; the user's never is.
+  return { GIT_INDEX_FILE: indexFile, GIT_OPTIONAL_LOCKS: "1" };
+}
+const PRIVATE_INDEX_CONFIG = ["-c", "core.splitIndex=false"];
+
+/** Adds, updates or removes these paths in the index from the working tree (filters applied). */
+export function updateIndexFromWorktree(indexFile: string, paths: readonly string[]): GitCommand<void> {
+  return {
+    args: [...PRIVATE_INDEX_CONFIG, "update-index", "--add", "--remove", "--replace", "-z", "--stdin"],
+    env: onIndex(indexFile),
+    input: nulInput(paths),
+    parse: () => undefined,
+  };
+}
+
+export interface IndexEntry {
+  mode: string;
+  oid: string;
+  path: string;
+}
+
+/** Sets index entries directly; mode 0 removes a path (all of its stages). */
+export function setIndexEntries(indexFile: string, entries: readonly IndexEntry[]): GitCommand<void> {
+  return {
+    args: [...PRIVATE_INDEX_CONFIG, "update-index", "-z", "--index-info"],
+    env: onIndex(indexFile),
+    input: nulInput(entries.map((e) => `${e.mode} ${oidArg(e.oid)}\t${e.path}`)),
+    parse: () => undefined,
+  };
+}
+
+/** Fills an index from a tree (or empties it with the empty tree). */
+export function readTreeInto(indexFile: string, tree: string): GitCommand<void> {
+  return {
+    args: [...PRIVATE_INDEX_CONFIG, "read-tree", oidArg(tree)],
+    env: onIndex(indexFile),
+    parse: () => undefined,
+  };
+}
+
+export function writeTree(indexFile: string): GitCommand<string> {
+  return {
+    args: [...PRIVATE_INDEX_CONFIG, "write-tree"],
+    env: onIndex(indexFile),
+    parse: oneObjectId("write-tree"),
+  };
+}
+
+/** Entries of a tree at these paths (missing paths are simply absent). */
+export function treeEntries(treeish: string, paths: readonly string[]): GitCommand<IndexEntry[]> {
+  return {
+    args: ["ls-tree", "-z", "--full-tree", oidArg(treeish), ...pathArgs(paths)],
+    parse: (out) =>
+      splitNul(out.stdout).map((record) => {
+        const tab = record.indexOf("\t");
+        const [mode = "", , oid = ""] = record.slice(0, tab).split(" ");
+        return { mode, oid, path: record.slice(tab + 1) };
+      }),
+  };
+}
+
+// --- ignore rules ------------------------------------------------------------------------------
+
+export interface IgnoreCheckOptions {
+  /** Evaluate only this pattern file, in a scratch repository (no .gitignore is read). */
+  patternFile?: { file: string; scratchGitDir: string; emptyWorkTree: string; ignoreCase: boolean };
+  /** Judge against this index (tracked paths are never ignored). */
+  indexFile?: string;
+}
+
+/** Which of these paths the ignore rules exclude. */
+export function ignoredPaths(paths: readonly string[], opts: IgnoreCheckOptions = {}): GitCommand<Set<string>> {
+  const args: string[] = [];
+  if (opts.patternFile) {
+    const p = opts.patternFile;
+    args.push(
+      `--git-dir=${p.scratchGitDir}`,
+      `--work-tree=${p.emptyWorkTree}`,
+      "-c",
+      `core.excludesFile=${p.file}`,
+      "-c",
+      `core.ignoreCase=${p.ignoreCase ? "true" : "false"}`,
+    );
+  }
+  args.push("check-ignore", "-z", "--stdin");
+  if (opts.patternFile) args.push("--no-index");
+  return {
+    args,
+    env: opts.indexFile ? { GIT_INDEX_FILE: opts.indexFile } : undefined,
+    input: nulInput(paths),
+    // 1: none of them is ignored.
+    okExitCodes: [0, 1],
+    parse: (out) => new Set(splitNul(out.stdout)),
+  };
+}
+
+export function initScratchRepository(gitDir: string): GitCommand<void> {
+  return { args: ["init", "--quiet", "--bare", ...pathArgs([gitDir])], parse: () => undefined };
+}
+
+// --- history -----------------------------------------------------------------------------------
+
+/** Commits reachable from HEAD and from no remote-tracking ref, newest first. */
+export function unpushedCommits(): GitCommand<string[]> {
+  return {
+    args: ["rev-list", "HEAD", "--not", "--remotes"],
+    parse: (out) => splitLines(out.stdout).filter((l) => OBJECT_ID.test(l)),
+  };
+}
+
+/**
+ * The paths each commit adds or changes. A merge lists only what differs from every parent
+ * (content introduced by the merge itself); whatever it took from a parent is that parent's
+ * own change, which is listed under the parent when the parent is unpushed too.
+ */
+export function pathsTouchedBy(commits: readonly string[]): GitCommand<Map<string, string[]>> {
+  return {
+    args: [
+      "diff-tree",
+      "--stdin",
+      "-z",
+      "-r",
+      "--root",
+      "-c",
+      "--always",
+      "--name-only",
+      "--no-renames",
+      "--diff-filter=d",
+    ],
+    input: commits.map((c) => `${oidArg(c)}\n`).join(""),
+    parse: (out) => parseTouchedPaths(splitNul(out.stdout), commits),
+  };
+}
+
+export function parseTouchedPaths(records: readonly string[], commits: readonly string[]): Map<string, string[]> {
+  const touched = new Map<string, string[]>();
+  let next = 0;
+  let current: string[] | null = null;
+  for (const record of records) {
+    // --always prints every commit's id in input order, so the next header is known.
+    if (record === commits[next]) {
+      current = [];
+      touched.set(record, current);
+      next++;
+    } else if (current) {
+      current.push(record);
+    }
+  }
+  return touched;
+}
+
+/** A bundle of HEAD's history that no remote-tracking ref has, written to stdout. */
+export function unpushedBundle(maxBytes: number): GitCommand<Buffer> {
+  return {
+    args: ["bundle", "create", "--quiet", "-", "HEAD", "--not", "--remotes"],
+    maxOutputBytes: maxBytes,
+    parse: (out) => out.stdout,
+  };
+}
+
+// --- patches -----------------------------------------------------------------------------------
+
+const PATCH_OPTIONS = [
+  "-p",
+  "--binary",
+  "--full-index",
+  "--no-renames",
+  "--no-ext-diff",
+  "--no-textconv",
+  "--src-prefix=a/",
+  "--dst-prefix=b/",
+  "--submodule=short",
+];
+
+/** A binary patch from one tree (or commit) to another, applicable with `git apply --binary`. */
+export function treePatch(from: string, to: string, maxBytes: number): GitCommand<Buffer> {
+  return {
+    args: ["diff-tree", "-r", ...PATCH_OPTIONS, oidArg(from), oidArg(to)],
+    maxOutputBytes: maxBytes,
+    parse: (out) => out.stdout,
+  };
+}
+
+/**
+ * The same patch from a tree (or commit) to what an index holds, so it can be made while the
+ * index's tree is still being written.
+ */
+export function indexPatch(indexFile: string, from: string, maxBytes: number): GitCommand<Buffer> {
+  return {
+    args: ["diff-index", "--cached", ...PATCH_OPTIONS, oidArg(from)],
+    env: { GIT_INDEX_FILE: indexFile },
+    maxOutputBytes: maxBytes,
+    parse: (out) => out.stdout,
+  };
+}
+
+// --- snapshot commits and refs -------------------------------------------------------------------
+
+export interface CommitIdentity {
+  name: string;
+  email: string;
+  /** Seconds since the epoch. */
+  when: number;
+}
+
+export function commitTree(
+  tree: string,
+  parents: readonly string[],
+  message: string,
+  who: CommitIdentity,
+): GitCommand<string> {
+  const date = `${Math.floor(who.when)} +0000`;
+  return {
+    args: ["commit-tree", "--no-gpg-sign", ...parents.flatMap((p) => ["-p", oidArg(p)]), oidArg(tree)],
+    input: message,
+    env: {
+      GIT_AUTHOR_NAME: who.name,
+      GIT_AUTHOR_EMAIL: who.email,
+      GIT_AUTHOR_DATE: date,
+      GIT_COMMITTER_NAME: who.name,
+      GIT_COMMITTER_EMAIL: who.email,
+      GIT_COMMITTER_DATE: date,
+    },
+    parse: oneObjectId("commit-tree"),
+  };
+}
+
+/** Points a ref at a commit. No hooks run: this write must have no side effects. */
+export function updateRef(name: string, oid: string): GitCommand<void> {
+  return {
+    args: ["-c", "core.hooksPath=/dev/null", "update-ref", "--no-deref", refArg(name), oidArg(oid)],
+    parse: () => undefined,
+  };
+}
+
+// --- fetching (baseline evidence) ----------------------------------------------------------------
+
+/** Fetches one branch into its remote-tracking ref, never waiting for input. */
+export function fetchBranch(remote: string, branch: string, timeoutMs: number): GitCommand<void> {
+  refArg(remote, "remote");
+  refArg(branch, "branch");
+  return {
+    args: [
+      "-c",
+      "core.hooksPath=/dev/null",
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      "--no-recurse-submodules",
+      "--no-write-fetch-head",
+      "--no-auto-maintenance",
+      "--",
+      remote,
+      `+refs/heads/${branch}:refs/remotes/${remote}/${branch}`,
+    ],
+    timeoutMs,
+    parse: () => undefined,
+  };
+}
+
+// --- submodules ----------------------------------------------------------------------------------
+
+/** Whether any remote-tracking ref of the repository contains this commit. */
+export function remoteRefsContaining(commit: string): GitCommand<boolean> {
+  return {
+    args: ["for-each-ref", "--count=1", "--format=%(refname)", `--contains=${oidArg(commit)}`, "refs/remotes/"],
+    parse: (out) => out.stdout.length > 0,
+  };
+}
+
+/** Submodule paths a .gitmodules file declares. */
+export function gitmodulesPaths(): GitCommand<string[]> {
+  return {
+    args: ["config", "-z", "--file=.gitmodules", "--get-regexp", "^submodule\\..*\\.path$"],
+    okExitCodes: [0, 1],
+    parse: (out) =>
+      splitNul(out.stdout)
+        .map((record) => record.slice(record.indexOf("\n") + 1))
+        .filter((p) => p !== ""),
+  };
+}
+
+/** The .gitattributes files an index holds. */
+export function attributeFilesIn(indexFile: string): GitCommand<string[]> {
+  return {
+    args: ["ls-files", "-z", ...pathArgs([":(glob)**/.gitattributes"])],
+    env: { GIT_INDEX_FILE: indexFile },
+    parse: (out) => splitNul(out.stdout),
+  };
+}
+
+/** The tree a commit points at. */
+export function treeOf(commit: string): GitCommand<string> {
+  return { args: ["rev-parse", "--verify", `${oidArg(commit)}^{tree}`], parse: oneObjectId("rev-parse") };
+}
