@@ -1,0 +1,137 @@
+// What one capture of a git checkout recorded, in full: enough to rebuild the working tree on
+// another machine and to tell what was left out. Stored as an immutable content-addressed blob;
+// the catalog row keeps the short form (`Manifest` in manifest.ts) and the digest.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { blobDigestSchema } from "./manifest.ts";
+import { objectIdSchema } from "./snapshot-keys.ts";
+
+export const OMISSION_REASONS = [
+  /** Untracked and matched by .gitignore, info/exclude or the global excludes file. */
+  "ignored",
+  /** Matched by .strata/snapshot-ignore. */
+  "snapshot-ignore",
+  /** On the built-in secret deny-list. */
+  "denied",
+  /** Untracked, and untracked capture is off. */
+  "untracked",
+  /** Larger than maxFileBytes. */
+  "too-large",
+  /** Beyond maxSnapshotBytes in total. */
+  "snapshot-too-large",
+  /** A repository inside the checkout that is not a submodule. */
+  "nested-repository",
+  /** A submodule with uncommitted changes or untracked files. */
+  "submodule-changes",
+  /** A submodule whose checked-out commit is on none of its remote-tracking refs. */
+  "unpushed-submodule-commit",
+  /** A submodule that could not be checked in time. */
+  "submodule-unchecked",
+  /** An unpushed commit touches a denied path, so the bundle was left out. */
+  "unpushed-denied",
+  /** The bundle of unpushed commits was larger than maxSnapshotBytes. */
+  "bundle-too-large",
+] as const;
+export type OmissionReason = (typeof OMISSION_REASONS)[number];
+
+/** Reasons about the bundle of commits rather than about files of the tree. */
+export const BUNDLE_OMISSIONS: ReadonlySet<OmissionReason> = new Set(["unpushed-denied", "bundle-too-large"]);
+
+export const omittedEntrySchema = z.object({
+  /** Repository-relative; a directory ends with "/". */
+  path: z.string().min(1).max(4096),
+  reason: z.enum(OMISSION_REASONS),
+  detail: z.string().max(500).optional(),
+  /** For unpushed-denied and bundle-too-large: the commits concerned. */
+  commits: z.array(objectIdSchema).max(10_000).optional(),
+});
+export type OmittedEntry = z.infer<typeof omittedEntrySchema>;
+
+export const patchLinkSchema = z.object({
+  uuid: z.uuid(),
+  /** The previous patch of the chain; null for a full patch. */
+  parent: z.uuid().nullable(),
+  digest: blobDigestSchema,
+  size: z.number().int().nonnegative(),
+  /** `full`: against HEAD's tree; `incremental`: against the previous capture's tree. */
+  kind: z.enum(["full", "incremental"]),
+  /** What the patch applies to: HEAD's commit (full; the empty tree on an unborn branch) or the previous capture's tree. */
+  base: objectIdSchema,
+  /** The tree applying it produces. */
+  tree: objectIdSchema,
+});
+export type PatchLink = z.infer<typeof patchLinkSchema>;
+
+export const bundleRecordSchema = z.object({
+  digest: blobDigestSchema,
+  size: z.number().int().nonnegative(),
+  /** The unpushed commits it carries, newest first. */
+  commits: z.array(objectIdSchema).min(1).max(100_000),
+});
+export type BundleRecord = z.infer<typeof bundleRecordSchema>;
+
+export const captureManifestSchema = z.object({
+  version: z.literal(1),
+  /** The checkout's path on the recording machine (informational). */
+  root: z.string().min(1).max(4096),
+  objectFormat: z.enum(["sha1", "sha256"]),
+  remotes: z.array(z.object({ name: z.string().min(1).max(250), url: z.string().max(4096) })).max(100),
+  branch: z.string().min(1).max(250).nullable(),
+  /** Null on an unborn branch (no commit yet). */
+  head: objectIdSchema.nullable(),
+  tree: objectIdSchema,
+  /** From the last full patch to this capture, in order of application. Empty when tree = HEAD's. */
+  patches: z.array(patchLinkSchema).max(1000),
+  bundle: bundleRecordSchema.nullable(),
+  omitted: z.array(omittedEntrySchema).max(100_000),
+  filters: z.object({
+    autocrlf: z.string().max(20).nullable(),
+    eol: z.string().max(20).nullable(),
+    drivers: z
+      .array(z.object({ name: z.string().min(1).max(200), configured: z.boolean(), required: z.boolean() }))
+      .max(100),
+  }),
+  envHash: blobDigestSchema.nullable(),
+  envFiles: z.array(z.string().max(200)).max(100),
+  /** The commit of the tree under refs/strata/snapshots/…, when one was written. */
+  snapshotRef: z.object({ name: z.string().min(1).max(1000), commit: objectIdSchema }).nullable(),
+  /** The snapshot the checkout was restored from only partly, when it was. */
+  degradedFrom: z.string().min(1).max(200).nullable().optional(),
+  capturedAt: z.iso.datetime(),
+});
+export type CaptureManifest = z.infer<typeof captureManifestSchema>;
+
+/** Every blob a manifest needs: its patches and its bundle. */
+export function manifestBlobDigests(manifest: CaptureManifest): string[] {
+  const digests = manifest.patches.map((p) => p.digest);
+  if (manifest.bundle) digests.push(manifest.bundle.digest);
+  return [...new Set(digests)];
+}
+
+/** The content size a manifest's blobs add up to. */
+export function manifestContentBytes(manifest: CaptureManifest): number {
+  return manifest.patches.reduce((sum, p) => sum + p.size, 0) + (manifest.bundle?.size ?? 0);
+}
+
+function byPathThenReason(a: OmittedEntry, b: OmittedEntry): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0;
+}
+
+export function sortOmitted(entries: readonly OmittedEntry[]): OmittedEntry[] {
+  return [...entries].sort(byPathThenReason);
+}
+
+/**
+ * A digest of the files a capture left out (path and reason), the third part of the
+ * "unchanged" test next to HEAD and the tree. Bundle omissions are about commits, not files.
+ */
+export function omittedFilesDigest(entries: readonly OmittedEntry[]): string {
+  const files = sortOmitted(entries.filter((e) => !BUNDLE_OMISSIONS.has(e.reason)));
+  const canonical = JSON.stringify(files.map((e) => [e.path, e.reason]));
+  return createHash("sha256").update(canonical, "utf8").digest("hex");
+}
+
+/** The canonical bytes a manifest is stored as, and so the digest it is known by. */
+export function canonicalManifestBytes(manifest: CaptureManifest): Buffer {
+  return Buffer.from(JSON.stringify(captureManifestSchema.parse(manifest)), "utf8");
+}

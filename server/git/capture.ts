@@ -1,0 +1,434 @@
+// capture(dir): records the exact state of the git checkout that contains `dir` without
+// changing it. The tree is built in a private index; the user's index, HEAD, branches and files
+// are only read. The one write into the repository is the snapshot ref (see snapshot-ref.ts).
+//
+// One `git status` pass over the private index tells what changed since the last capture;
+// only those paths are read again. When HEAD, the tree and the set of left-out files are all as
+// the previous capture recorded them, the result is a reference to that capture.
+import { createHash } from "node:crypto";
+import { lstat, realpath, stat } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  captureManifestSchema,
+  omittedFilesDigest,
+  sortOmitted,
+  type CaptureManifest,
+  type OmittedEntry,
+} from "../domain/capture-manifest.ts";
+import { StrataError, isStrataError } from "../domain/errors.ts";
+import { bundleUnpushed, findUnpushed, type UnpushedHistory } from "./bundle.ts";
+import { configKey, unpushedKey } from "./capture-memo.ts";
+import {
+  attributeFilesIn,
+  configMatching,
+  emptyTree,
+  repositoryLayout,
+  setIndexEntries,
+  treeEntries,
+  treeOf,
+  updateIndexFromWorktree,
+  writeTree,
+  type IndexEntry,
+  type RepositoryLayout,
+} from "./commands.ts";
+import { discoverRepository } from "./discover.ts";
+import { environmentDigest } from "./env-hash.ts";
+import { FILTER_CONFIG_PATTERN, readAttributeFiles, recordedFilters } from "./filters.ts";
+import { pathsToMeasure, planIndexChanges } from "./omitted.ts";
+import { completeChain, makePatch, type PendingPatch } from "./patch-chain.ts";
+import { openPrivateIndex, type PrivateIndex } from "./private-index.ts";
+import { recordedRemotes } from "./remotes.ts";
+import { createGitRunner, unreadablePath, type GitRunner } from "./runner.ts";
+import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
+import { defaultCheckoutName, snapshotRefName, snapshotRefPointsAt, writeSnapshotCommit } from "./snapshot-ref.ts";
+import { statusCommand, type StatusEntry, type StatusReport } from "./status.ts";
+import { SUBMODULE_CHECK_MS, submoduleOmissions } from "./submodules.ts";
+
+export interface CaptureOptions {
+  /** The last capture of this checkout that was published; the base of "unchanged" and of patches. */
+  previous?: CaptureManifest | null;
+  includeUntracked?: boolean;
+  maxFileBytes?: number;
+  maxSnapshotBytes?: number;
+  /** Links in a patch chain before it restarts from HEAD. */
+  fullEvery?: number;
+  /** Where private indexes live; `<git-dir>/strata` by default. */
+  cacheDir?: string;
+  /** Keep each capture as a commit under refs/strata/snapshots/<work-context>/<checkout>. */
+  snapshotRef?: { workContext: string; checkout?: string } | null;
+  /** The snapshot this checkout was restored from only partly, if so. */
+  degradedFrom?: string | null;
+  gitPath?: string;
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  submoduleCheckMs?: number;
+  now?: () => Date;
+}
+
+export const CAPTURE_DEFAULTS = {
+  includeUntracked: true,
+  maxFileBytes: 50 * 1024 * 1024,
+  maxSnapshotBytes: 256 * 1024 * 1024,
+  fullEvery: 20,
+} as const;
+
+export type CaptureResult =
+  | {
+      outcome: "captured";
+      manifest: CaptureManifest;
+      /** New content by sha256: the new patch and the bundle when it changed. Not stored here. */
+      artifacts: Map<string, Buffer>;
+    }
+  | { outcome: "unchanged"; manifest: CaptureManifest }
+  | { outcome: "unavailable"; error: StrataError };
+
+/** Captures the checkout containing `dir`. Never throws: failures resolve as `unavailable`. */
+export async function captureCheckout(dir: string, options: CaptureOptions = {}): Promise<CaptureResult> {
+  try {
+    return await captureOrThrow(dir, options);
+  } catch (error) {
+    const typed = isStrataError(error)
+      ? error
+      : new StrataError("GIT_FAILED", `Capture failed: ${(error as Error).message}`, { cause: error });
+    return { outcome: "unavailable", error: typed };
+  }
+}
+
+async function resolveDirectory(dir: string): Promise<string> {
+  try {
+    const real = await realpath(dir);
+    if (!(await stat(real)).isDirectory()) {
+      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} is not a directory.`);
+    }
+    return real;
+  } catch (error) {
+    if (isStrataError(error)) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} does not exist.`, { cause: error });
+    }
+    throw unreadablePath(dir, code === "ELOOP" ? "a symbolic link loops" : (error as Error).message);
+  }
+}
+
+async function captureOrThrow(dir: string, options: CaptureOptions): Promise<CaptureResult> {
+  const s = { ...CAPTURE_DEFAULTS, ...definedOnly(options) };
+  const previous = options.previous ?? null;
+  const now = options.now ?? (() => new Date());
+  const start = await resolveDirectory(dir);
+  const runner = createGitRunner({
+    cwd: start,
+    gitPath: options.gitPath,
+    baseEnv: options.baseEnv,
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+  });
+  const layout = (await discoverRepository(start)) ?? (await runner.run(repositoryLayout()));
+  const git = runner.at(layout.root);
+  const refName = options.snapshotRef
+    ? snapshotRefName(options.snapshotRef.workContext, options.snapshotRef.checkout ?? defaultCheckoutName(layout.root))
+    : null;
+
+  const privateIndex = await openPrivateIndex(git, layout, {
+    cacheDir: options.cacheDir,
+    includeUntracked: s.includeUntracked,
+  });
+  try {
+    const submodules = submoduleOmissions(git, layout.root, options.submoduleCheckMs ?? SUBMODULE_CHECK_MS);
+    // Settle the submodule check even if building the tree fails first.
+    submodules.catch(() => undefined);
+    const maxBytes = s.maxSnapshotBytes;
+    // A patch may be larger than the files it carries (binary deltas, context lines).
+    const patchTo = async (head: string | null, to: { tree: string } | { indexFile: string }) =>
+      makePatch(git, {
+        previous,
+        head,
+        headBase: head ?? (await git.run(emptyTree())),
+        fullEvery: s.fullEvery,
+        maxBytes: maxBytes * 4,
+        to,
+      });
+    const built = await buildTree(git, layout, privateIndex, s, patchTo);
+    const omitted = sortOmitted([...built.omitted, ...(await submodules)]);
+    const { head, branch, tree } = built;
+
+    if (
+      previous &&
+      previous.head === head &&
+      previous.tree === tree &&
+      omittedFilesDigest(previous.omitted) === omittedFilesDigest(omitted)
+    ) {
+      await built.patch?.catch(() => undefined);
+      if (refName) await keepSnapshotRef(git, layout, refName, previous, tree, head, now());
+      await privateIndex.save(tree);
+      return { outcome: "unchanged", manifest: previous };
+    }
+
+    const [config, attributePaths, environment, bundle, pending, snapshotCommit] = await Promise.all([
+      configPairs(git, layout, privateIndex),
+      attributeFiles(git, privateIndex, built.attributesChanged),
+      environmentDigest(layout.root),
+      unpushedHistory(git, layout, privateIndex, head).then((unpushed) =>
+        bundleUnpushed(git, { unpushed, previous, maxBytes }),
+      ),
+      built.patch ?? patchTo(head, { tree }),
+      refName ? writeSnapshotCommit(git, { ref: refName, tree, head, now: now() }) : Promise.resolve(null),
+    ]);
+    const chain = completeChain(pending, tree);
+
+    const artifacts = new Map<string, Buffer>();
+    if (chain.artifact) artifacts.set(chain.artifact.digest, chain.artifact.bytes);
+    if (bundle.bundle && bundle.bytes) artifacts.set(bundle.bundle.digest, bundle.bytes);
+
+    const manifest = captureManifestSchema.parse({
+      version: 1,
+      root: layout.root,
+      objectFormat: layout.objectFormat,
+      remotes: recordedRemotes(config),
+      branch,
+      head,
+      tree,
+      patches: chain.patches,
+      bundle: bundle.bundle,
+      omitted: sortOmitted([...omitted, ...bundle.omitted]),
+      filters: recordedFilters(config, await readAttributeFiles(layout.root, layout.commonDir, attributePaths)),
+      envHash: environment.envHash,
+      envFiles: environment.envFiles,
+      snapshotRef: snapshotCommit,
+      degradedFrom: options.degradedFrom ?? null,
+      capturedAt: now().toISOString(),
+    } satisfies CaptureManifest);
+    await privateIndex.save(tree);
+    return { outcome: "captured", manifest, artifacts };
+  } finally {
+    await privateIndex.release();
+  }
+}
+
+function definedOnly(options: CaptureOptions) {
+  const out: Partial<Record<keyof typeof CAPTURE_DEFAULTS, number | boolean>> = {};
+  for (const key of Object.keys(CAPTURE_DEFAULTS) as Array<keyof typeof CAPTURE_DEFAULTS>) {
+    if (options[key] !== undefined) out[key] = options[key];
+  }
+  return out as Partial<typeof CAPTURE_DEFAULTS>;
+}
+
+async function keepSnapshotRef(
+  git: GitRunner,
+  layout: RepositoryLayout,
+  ref: string,
+  previous: CaptureManifest,
+  tree: string,
+  head: string | null,
+  now: Date,
+): Promise<void> {
+  const recorded = previous.snapshotRef;
+  if (recorded?.name === ref && (await snapshotRefPointsAt(git, layout.commonDir, ref, recorded.commit))) return;
+  await writeSnapshotCommit(git, { ref, tree, head, now });
+}
+
+// --- what earlier captures already know ------------------------------------------------------------
+
+const CONFIG_PATTERN = `^(remote\\..+\\.url|${FILTER_CONFIG_PATTERN.slice(2, -2)})$`;
+
+async function configPairs(git: GitRunner, layout: RepositoryLayout, privateIndex: PrivateIndex) {
+  const key = await configKey(layout);
+  const known = privateIndex.state.memo.config;
+  if (key !== null && known?.key === key) return known.pairs;
+  const pairs = await git.run(configMatching(CONFIG_PATTERN));
+  if (key !== null) privateIndex.remember({ config: { key, pairs } });
+  return pairs;
+}
+
+async function attributeFiles(git: GitRunner, privateIndex: PrivateIndex, changed: boolean) {
+  const known = privateIndex.state.memo.attributeFiles;
+  if (known && !changed) return known;
+  const paths = await git.run(attributeFilesIn(privateIndex.indexFile));
+  privateIndex.remember({ attributeFiles: paths });
+  return paths;
+}
+
+async function unpushedHistory(
+  git: GitRunner,
+  layout: RepositoryLayout,
+  privateIndex: PrivateIndex,
+  head: string | null,
+): Promise<UnpushedHistory> {
+  if (!head) return findUnpushed(git, head);
+  const key = await unpushedKey(layout, head);
+  const known = privateIndex.state.memo.unpushed;
+  if (known?.key === key) return { commits: known.commits, denied: new Map(known.denied) };
+  const found = await findUnpushed(git, head);
+  privateIndex.remember({ unpushed: { key, commits: found.commits, denied: [...found.denied] } });
+  return found;
+}
+
+// --- the tree ------------------------------------------------------------------------------------
+
+interface BuiltTree {
+  head: string | null;
+  branch: string | null;
+  tree: string;
+  omitted: OmittedEntry[];
+  /** Whether a .gitattributes file changed (so the list of them must be read again). */
+  attributesChanged: boolean;
+  /** The patch to the new tree, made while the tree was written (when the index changed). */
+  patch: Promise<PendingPatch> | null;
+}
+
+type PatchTo = (head: string | null, to: { indexFile: string }) => Promise<PendingPatch>;
+
+type Settings = typeof CAPTURE_DEFAULTS & Partial<typeof CAPTURE_DEFAULTS>;
+
+/** Failures that a fresh private index may cure (a damaged file, objects pruned under it). */
+function mayBeDamage(error: unknown): boolean {
+  return isStrataError(error, "GIT_FAILED");
+}
+
+async function buildTree(
+  git: GitRunner,
+  layout: RepositoryLayout,
+  privateIndex: PrivateIndex,
+  s: Settings,
+  patchTo: PatchTo,
+): Promise<BuiltTree> {
+  try {
+    return await buildTreeOnce(git, layout, privateIndex, s, patchTo);
+  } catch (error) {
+    if (privateIndex.seeded || !mayBeDamage(error)) throw error;
+    await privateIndex.reseed();
+    return buildTreeOnce(git, layout, privateIndex, s, patchTo);
+  }
+}
+
+function privateStatus(privateIndex: PrivateIndex) {
+  return statusCommand({
+    untracked: "all",
+    ignored: true,
+    ignoreSubmodules: "dirty",
+    indexFile: privateIndex.indexFile,
+    writeRefreshedIndex: true,
+  });
+}
+
+function isIgnoreFile(entry: StatusEntry): boolean {
+  if (entry.kind === "ignored") return false;
+  return entry.path === ".gitignore" || entry.path.endsWith("/.gitignore");
+}
+
+async function statSignature(path: string): Promise<string> {
+  return lstat(path, { bigint: true }).then(
+    (st) => `${st.ino}:${st.size}:${st.mtimeNs}`,
+    () => "missing",
+  );
+}
+
+/** A digest of the .gitignore files that differ from HEAD or from the private index. */
+async function ignoreFilesSignature(root: string, status: StatusReport): Promise<string> {
+  const files = status.entries.filter(isIgnoreFile).map((e) => e.path);
+  const signatures = await Promise.all(files.map((f) => statSignature(join(root, f))));
+  return createHash("sha256")
+    .update(JSON.stringify([files, signatures]))
+    .digest("hex");
+}
+
+async function measure(root: string, paths: readonly string[]): Promise<Map<string, number | null>> {
+  const sizes = new Map<string, number | null>();
+  await Promise.all(
+    paths.map(async (path) => {
+      try {
+        sizes.set(path, (await lstat(join(root, path))).size);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "ENOTDIR") sizes.set(path, null);
+        else throw unreadablePath(path, (error as Error).message);
+      }
+    }),
+  );
+  return sizes;
+}
+
+async function nestedRepositories(root: string, entries: readonly StatusEntry[]): Promise<Set<string>> {
+  const dirs = entries.filter((e) => e.kind === "untracked" && e.path.endsWith("/")).map((e) => e.path);
+  const found = await Promise.all(
+    dirs.map((d) =>
+      lstat(join(root, d, ".git")).then(
+        () => d,
+        () => null,
+      ),
+    ),
+  );
+  return new Set(found.filter((d): d is string => d !== null));
+}
+
+async function buildTreeOnce(
+  git: GitRunner,
+  layout: RepositoryLayout,
+  privateIndex: PrivateIndex,
+  s: Settings,
+  patchTo: PatchTo,
+): Promise<BuiltTree> {
+  let status = await git.run(privateStatus(privateIndex));
+  let ignoreSignature = await ignoreFilesSignature(layout.root, status);
+  // A changed .gitignore may now ignore files an earlier capture added: start again from the
+  // user's index, which knows which files are really tracked.
+  if (!privateIndex.seeded && ignoreSignature !== privateIndex.state.ignoreFilesSignature) {
+    await privateIndex.reseed();
+    status = await git.run(privateStatus(privateIndex));
+    ignoreSignature = await ignoreFilesSignature(layout.root, status);
+  }
+  const [unreadable] = status.unreadable;
+  if (unreadable !== undefined) throw unreadablePath(unreadable, "the directory cannot be opened");
+
+  const measured = pathsToMeasure(status.entries);
+  const [sizes, snapshotIgnored, nested] = await Promise.all([
+    measure(layout.root, measured),
+    snapshotIgnoredPaths(git, layout.root, privateIndex.dir, privateIndex.state.ignoreCase, measured),
+    nestedRepositories(layout.root, status.entries),
+  ]);
+  const plan = planIndexChanges(status.entries, {
+    includeUntracked: s.includeUntracked,
+    maxFileBytes: s.maxFileBytes,
+    maxSnapshotBytes: s.maxSnapshotBytes,
+    snapshotIgnored,
+    nestedRepositories: nested,
+    sizes,
+  });
+
+  const reset: IndexEntry[] = [...plan.reset];
+  if (plan.resetToHeadLookup.length > 0) {
+    // Unmerged paths: drop every stage, then put HEAD's entry back where HEAD has one.
+    const zero = "0".repeat(layout.objectFormat === "sha256" ? 64 : 40);
+    for (const path of plan.resetToHeadLookup) reset.push({ mode: "0", oid: zero, path });
+    if (status.head) {
+      const headTree = await git.run(treeOf(status.head));
+      reset.push(...(await git.run(treeEntries(headTree, plan.resetToHeadLookup))));
+    }
+  }
+  if (reset.length > 0) await git.run(setIndexEntries(privateIndex.indexFile, reset));
+  if (plan.update.length > 0) await git.run(updateIndexFromWorktree(privateIndex.indexFile, plan.update));
+
+  const changed = reset.length > 0 || plan.update.length > 0;
+  let tree: string;
+  let patch: Promise<PendingPatch> | null = null;
+  if (
+    !changed &&
+    privateIndex.state.tree !== null &&
+    privateIndex.state.indexSignature === (await privateIndex.signature())
+  ) {
+    tree = privateIndex.state.tree;
+  } else if (changed) {
+    // The patch reads the index while its tree is written: both see the same entries.
+    patch = patchTo(status.head, { indexFile: privateIndex.indexFile });
+    patch.catch(() => undefined);
+    tree = await git.run(writeTree(privateIndex.indexFile));
+  } else {
+    tree = await git.run(writeTree(privateIndex.indexFile));
+  }
+  privateIndex.noteIgnoreFiles(ignoreSignature);
+  const attributesChanged = status.entries.some(
+    (e) => e.kind !== "ignored" && (e.path === ".gitattributes" || e.path.endsWith("/.gitattributes")),
+  );
+  return { head: status.head, branch: status.branch, tree, omitted: plan.omitted, attributesChanged, patch };
+}
