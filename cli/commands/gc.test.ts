@@ -1,0 +1,54 @@
+// `strata gc` as an operator runs it, against a catalog of each kind.
+import { spawnSync } from "node:child_process";
+import { expect, it } from "vitest";
+import { describeEachDatabase } from "../../server/db/test-databases.ts";
+import { publishSnapshot } from "../../server/services/layers.ts";
+import { retireSnapshot } from "../../server/services/retirement.ts";
+import { createCapturingSnapshot, createOwner, storeBytes, storedLayer } from "../../server/services/test-content.ts";
+
+function strata(args: string[], databaseUrl: string) {
+  const run = spawnSync(process.execPath, ["cli/strata.mjs", ...args], {
+    encoding: "utf8",
+    env: { NODE_ENV: "test", PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", DATABASE_URL: databaseUrl },
+    timeout: 60_000,
+  });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describeEachDatabase("strata gc", (catalog) => {
+  it("releases heads, collects, refuses to run again before the interval, and lists runs", async () => {
+    const db = catalog().db;
+    const owner = await createOwner(db);
+    const manifest = (await storeBytes(db, "cli manifest")).digest;
+    const keeper = await createCapturingSnapshot(db, owner);
+    await publishSnapshot(db, { snapshotId: keeper, manifestDigest: manifest, layers: [], heads: [] });
+    const layer = await storedLayer(db, {});
+    const s = await createCapturingSnapshot(db, owner);
+    await publishSnapshot(db, { snapshotId: s, manifestDigest: manifest, layers: [layer], heads: [layer.uuid] });
+    await retireSnapshot(db, { snapshotId: s, actor: { type: "system" } });
+
+    const heads = strata(["gc", "release-heads"], catalog().url);
+    expect(heads.code, heads.stderr).toBe(0);
+    expect(heads.stdout).toMatch(/Released 1 head\(s\) of 1 snapshot/);
+
+    const run = strata(["gc", "collect", "--force", "--grace", "0", "--json"], catalog().url);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { status: string; tally: { layersDeleted: number; blobsDeleted: number } };
+    expect(result).toMatchObject({ status: "finished", tally: { layersDeleted: 1, blobsDeleted: 1 } });
+    expect((await db.layer.findUniqueOrThrow({ where: { uuid: layer.uuid } })).state).toBe("deleted");
+
+    const again = strata(["gc", "collect"], catalog().url);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/Skipped: the last one is too recent/);
+
+    const runs = strata(["gc", "runs", "--json"], catalog().url);
+    expect(runs.code).toBe(0);
+    expect((JSON.parse(runs.stdout) as { status: string }[])[0]).toMatchObject({
+      status: "finished",
+      layersDeleted: 1,
+    });
+
+    const bad = strata(["gc", "collect", "--grace", "-1"], catalog().url);
+    expect(bad.code).toBe(2);
+  }, 120_000);
+});

@@ -1,0 +1,78 @@
+import type { Command } from "commander";
+import { collectGarbage, DEFAULT_GC_SETTINGS, listCollectionRuns } from "../../server/services/gc.ts";
+import { releaseRetiredHeads } from "../../server/services/retirement.ts";
+import { CliError, EXIT, emit } from "../output.ts";
+import { withCatalog } from "./agent.ts";
+
+function whole(value: string, name: string, min = 0): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new CliError(`--${name} must be a whole number ≥ ${min}`, EXIT.USAGE);
+  return n;
+}
+
+export function registerGc(program: Command): void {
+  const gc = program.command("gc").description("garbage collection of layers and blobs");
+
+  gc.command("collect")
+    .description("run a collection (at most one at a time across every process on the database)")
+    .option("--force", "run even if the last collection finished less than the interval ago")
+    .option(
+      "--grace <seconds>",
+      "keep unreferenced blobs stored or reused this recently",
+      String(DEFAULT_GC_SETTINGS.graceSeconds),
+    )
+    .option("--interval <seconds>", "at most one collection per this long", String(DEFAULT_GC_SETTINGS.intervalSeconds))
+    .option("--batch <rows>", "rows per transaction", String(DEFAULT_GC_SETTINGS.batchSize))
+    .option("--json", "print the result as JSON")
+    .action(async (opts: { force?: boolean; grace: string; interval: string; batch: string; json?: boolean }) => {
+      const result = await withCatalog((db) =>
+        collectGarbage(db, {
+          force: Boolean(opts.force),
+          graceSeconds: whole(opts.grace, "grace"),
+          intervalSeconds: whole(opts.interval, "interval"),
+          batchSize: whole(opts.batch, "batch", 1),
+        }),
+      );
+      if (result.status === "skipped") {
+        const why = result.reason === "running" ? "another collection is running" : "the last one is too recent";
+        emit(Boolean(opts.json), result, `Skipped: ${why} (until ${result.until.toISOString()}).`);
+        return;
+      }
+      const t = result.tally;
+      emit(
+        Boolean(opts.json),
+        result,
+        `Collection ${result.status}${result.errorCode ? ` [${result.errorCode}]` : ""}: released ${t.headsReleased} ` +
+          `head(s) and ${t.pinsExpired} expired pin(s); deleted ${t.layersDeleted} layer(s) and ${t.blobsDeleted} ` +
+          `blob(s), ${t.bytesFreed} bytes.`,
+      );
+      if (result.status === "failed") process.exitCode = EXIT.FAILURE;
+    });
+
+  gc.command("release-heads")
+    .description("release the heads of retired snapshots that no active pin protects")
+    .option("--json", "print the result as JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const tally = await withCatalog((db) => releaseRetiredHeads(db));
+      emit(
+        Boolean(opts.json),
+        tally,
+        `Released ${tally.headsReleased} head(s) of ${tally.snapshotsReleased} snapshot(s); ` +
+          `${tally.snapshotsKept} kept for active pins.`,
+      );
+    });
+
+  gc.command("runs")
+    .description("list recent collection runs")
+    .option("--limit <n>", "how many", "20")
+    .option("--json", "print the result as JSON")
+    .action(async (opts: { limit: string; json?: boolean }) => {
+      const runs = await withCatalog((db) => listCollectionRuns(db, { limit: whole(opts.limit, "limit", 1) }));
+      const lines = runs.map(
+        (r) =>
+          `${r.startedAt.toISOString()}  ${r.status.padEnd(8)} layers ${r.layersDeleted} blobs ${r.blobsDeleted} ` +
+          `heads ${r.headsReleased} freed ${r.bytesFreed}${r.errorCode ? `  ${r.errorCode}` : ""}`,
+      );
+      emit(Boolean(opts.json), runs, lines.join("\n") || "No collection runs yet.");
+    });
+}
