@@ -1,8 +1,8 @@
 // envHash: one SHA-256 over the lockfiles and toolchain files at the repository root, so a
 // restore can tell when dependencies must be reinstalled. Only the digest is recorded.
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { readdir, readFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { unreadablePath } from "./runner.ts";
 
 export const ENVIRONMENT_FILES = [
@@ -41,10 +41,23 @@ export interface EnvironmentDigest {
   envFiles: string[];
 }
 
+/** Which of the environment files exist, from one listing per directory involved. */
+async function presentFiles(root: string): Promise<string[]> {
+  const dirs = [...new Set(ENVIRONMENT_FILES.map((f) => dirname(f)))];
+  const listings = new Map<string, Set<string>>();
+  await Promise.all(
+    dirs.map(async (dir) => {
+      const names = await readdir(join(root, dir)).catch(() => [] as string[]);
+      listings.set(dir, new Set(names));
+    }),
+  );
+  return ENVIRONMENT_FILES.filter((f) => listings.get(dirname(f))?.has(basename(f)));
+}
+
 export async function environmentDigest(root: string): Promise<EnvironmentDigest> {
   const hash = createHash("sha256");
   const envFiles: string[] = [];
-  for (const name of ENVIRONMENT_FILES) {
+  for (const name of await presentFiles(root)) {
     let bytes: Buffer;
     try {
       bytes = await readFile(join(root, name));
