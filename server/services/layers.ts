@@ -13,7 +13,7 @@
 // always available, so a reused prefix is intact below the row that was checked.
 import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
-import { isUniqueViolation, lockSnapshotRow, RetryTransaction } from "../db/errors.ts";
+import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import {
   layerDifferences,
   newLayersOutsideHeads,
@@ -148,157 +148,173 @@ export async function publishLayers(
 ): Promise<PublishLayersResult> {
   const input = publishLayersInput.parse(opts);
   const declared = input.layers;
+  const heads = [...new Set(input.heads)];
+
+  return inTransaction(db, async (tx) => {
+    await lockPublishableSnapshot(tx, opts.snapshotId);
+    return (await writeLayers(tx, opts.snapshotId, declared, heads)).result;
+  });
+}
+
+/**
+ * The body of a publish, inside a transaction that holds the snapshot row: checks, locks and
+ * writes. `alsoLock` are further stored blobs to hold FOR SHARE in the same statement (the
+ * manifest); the caller checks their presence in the returned map.
+ */
+async function writeLayers(
+  tx: Db,
+  snapshotId: string,
+  declared: readonly LayerDescriptor[],
+  heads: readonly string[],
+  alsoLock: readonly string[] = [],
+): Promise<{ result: PublishLayersResult; blobs: Map<string, { sizeBytes: number }>; now: Date }> {
   const dup = duplicates(declared.map((l) => l.uuid));
   if (dup.length > 0) {
     throw new StrataError("INVALID_INPUT", `Layer ${dup.join(", ")} is declared more than once.`, {
       data: { uuids: dup },
     });
   }
-  const heads = [...new Set(input.heads)];
+  const declaredByUuid = new Map(declared.map((l) => [l.uuid, l]));
 
-  return inTransaction(db, async (tx) => {
-    await lockPublishableSnapshot(tx, opts.snapshotId);
-    const declaredByUuid = new Map(declared.map((l) => [l.uuid, l]));
+  // What the catalog already holds of everything this publish names.
+  const named = new Set<string>([...declaredByUuid.keys(), ...heads]);
+  for (const l of declared) if (l.parentUuid) named.add(l.parentUuid);
+  const plain = await selectLayers(tx, [...named], false);
 
-    // What the catalog already holds of everything this publish names.
-    const named = new Set<string>([...declaredByUuid.keys(), ...heads]);
-    for (const l of declared) if (l.parentUuid) named.add(l.parentUuid);
-    const plain = await selectLayers(tx, [...named], false);
+  // New references go to: parents of new layers that exist, and heads that exist.
+  const fresh = declared.filter((l) => !plain.has(l.uuid));
+  const referenced = new Set<string>();
+  for (const l of fresh) if (l.parentUuid && plain.has(l.parentUuid)) referenced.add(l.parentUuid);
+  for (const h of heads) if (plain.has(h)) referenced.add(h);
+  const locked = await selectLayers(tx, [...referenced], true);
+  // A row that vanished or changed between the two reads cannot happen (rows are immutable
+  // and never deleted), but a state can move on: judge states by the locked read.
+  const existing = new Map(plain);
+  for (const [uuid, row] of locked) existing.set(uuid, row);
 
-    // New references go to: parents of new layers that exist, and heads that exist.
-    const fresh = declared.filter((l) => !plain.has(l.uuid));
-    const referenced = new Set<string>();
-    for (const l of fresh) if (l.parentUuid && plain.has(l.parentUuid)) referenced.add(l.parentUuid);
-    for (const h of heads) if (plain.has(h)) referenced.add(h);
-    const locked = await selectLayers(tx, [...referenced], true);
-    // A row that vanished or changed between the two reads cannot happen (rows are immutable
-    // and never deleted), but a state can move on: judge states by the locked read.
-    const existing = new Map(plain);
-    for (const [uuid, row] of locked) existing.set(uuid, row);
+  refuseRebinds(declared, existing);
 
-    refuseRebinds(declared, existing);
-
-    const notAvailable = [...existing.values()].filter(
-      (row) => row.state !== "available" && (declaredByUuid.has(row.uuid) || referenced.has(row.uuid)),
+  const notAvailable = [...existing.values()].filter(
+    (row) => row.state !== "available" && (declaredByUuid.has(row.uuid) || referenced.has(row.uuid)),
+  );
+  if (notAvailable.length > 0) {
+    throw unavailable(
+      notAvailable.map((r) => r.uuid),
+      notAvailable.map((r) => r.state),
     );
-    if (notAvailable.length > 0) {
-      throw unavailable(
-        notAvailable.map((r) => r.uuid),
-        notAvailable.map((r) => r.state),
-      );
-    }
+  }
 
-    const unknownParents = fresh
-      .filter((l) => l.parentUuid && !declaredByUuid.has(l.parentUuid) && !existing.has(l.parentUuid))
-      .map((l) => l.parentUuid!);
-    const unknownHeads = heads.filter((h) => !declaredByUuid.has(h) && !existing.has(h));
-    if (unknownParents.length > 0 || unknownHeads.length > 0) {
-      throw new StrataError(
-        "INVALID_INPUT",
-        `Layer ${[...new Set([...unknownParents, ...unknownHeads])].join(", ")} is neither declared nor in the catalog.`,
-        {
-          hint: "Declare every new layer (uuid, parentUuid, digest, sizeBytes, kind); a reused layer must already exist.",
-          data: { unknownParents: [...new Set(unknownParents)], unknownHeads },
-        },
-      );
-    }
-
-    const ordered = orderNewLayers(fresh);
-    if (!ordered.ok) {
-      throw new StrataError("INVALID_INPUT", `The new layers ${ordered.cycle.join(" → ")} form a cycle.`, {
-        hint: "Layers form a forest: each parent must be sealed before its child.",
-        data: { cycle: ordered.cycle },
-      });
-    }
-    const orphans = newLayersOutsideHeads(fresh, heads);
-    if (orphans.length > 0) {
-      throw new StrataError("INVALID_INPUT", `New layer ${orphans.join(", ")} is under no head of this snapshot.`, {
-        hint: "List the top of every chain in `heads`; a layer no head reaches would be collected at once.",
-        data: { uuids: orphans },
-      });
-    }
-
-    // The bytes of every new layer must be stored, and stay stored until we commit.
-    const blobs = await lockStoredBlobs(
-      tx,
-      fresh.map((l) => l.digest),
+  const unknownParents = fresh
+    .filter((l) => l.parentUuid && !declaredByUuid.has(l.parentUuid) && !existing.has(l.parentUuid))
+    .map((l) => l.parentUuid!);
+  const unknownHeads = heads.filter((h) => !declaredByUuid.has(h) && !existing.has(h));
+  if (unknownParents.length > 0 || unknownHeads.length > 0) {
+    throw new StrataError(
+      "INVALID_INPUT",
+      `Layer ${[...new Set([...unknownParents, ...unknownHeads])].join(", ")} is neither declared nor in the catalog.`,
+      {
+        hint: "Declare every new layer (uuid, parentUuid, digest, sizeBytes, kind); a reused layer must already exist.",
+        data: { unknownParents: [...new Set(unknownParents)], unknownHeads },
+      },
     );
-    const missing = [...new Set(fresh.map((l) => l.digest).filter((d) => !blobs.has(d)))];
-    if (missing.length > 0) {
-      throw new StrataError("BLOB_MISSING", `The bytes of ${missing.length} new layer(s) are not stored.`, {
-        hint: "Upload them first (blob.missing tells which), then publish again.",
-        data: { digests: missing },
-      });
-    }
-    const wrongSize = fresh.filter((l) => blobs.get(l.digest)!.sizeBytes !== l.sizeBytes);
-    if (wrongSize.length > 0) {
-      throw new StrataError("INVALID_INPUT", `Layer ${wrongSize.map((l) => l.uuid).join(", ")} has the wrong size.`, {
-        hint: "sizeBytes must be the size of the stored blob the digest names.",
-        data: { uuids: wrongSize.map((l) => l.uuid) },
-      });
-    }
+  }
 
-    const now = await dbNow(tx);
-    if (ordered.order.length > 0) {
-      try {
-        await tx.layer.createMany({
-          data: ordered.order.map((l) => ({
-            uuid: l.uuid,
-            parentUuid: l.parentUuid,
-            digest: l.digest,
-            sizeBytes: BigInt(l.sizeBytes),
-            kind: l.kind,
-            state: "available",
-            createdAt: now,
-          })),
-        });
-      } catch (error) {
-        // A concurrent publish sealed one of these uuids first: the retry compares with it.
-        if (isUniqueViolation(error)) throw new RetryTransaction("layer uuid inserted concurrently");
-        throw error;
-      }
-    }
+  const ordered = orderNewLayers(fresh);
+  if (!ordered.ok) {
+    throw new StrataError("INVALID_INPUT", `The new layers ${ordered.cycle.join(" → ")} form a cycle.`, {
+      hint: "Layers form a forest: each parent must be sealed before its child.",
+      data: { cycle: ordered.cycle },
+    });
+  }
+  const orphans = newLayersOutsideHeads(fresh, heads);
+  if (orphans.length > 0) {
+    throw new StrataError("INVALID_INPUT", `New layer ${orphans.join(", ")} is under no head of this snapshot.`, {
+      hint: "List the top of every chain in `heads`; a layer no head reaches would be collected at once.",
+      data: { uuids: orphans },
+    });
+  }
 
-    const had = new Set(
-      (
-        await tx.snapshotHead.findMany({
-          where: { snapshotId: opts.snapshotId, layerUuid: { in: heads } },
-          select: { layerUuid: true },
-        })
-      ).map((h) => h.layerUuid),
-    );
-    const newHeads = heads.filter((h) => !had.has(h));
-    if (newHeads.length > 0) {
-      try {
-        await tx.snapshotHead.createMany({
-          data: newHeads.map((layerUuid) => ({ snapshotId: opts.snapshotId, layerUuid })),
-        });
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new RetryTransaction("head inserted concurrently");
-        throw error;
-      }
+  // The bytes of every new layer must be stored, and stay stored until we commit.
+  const blobs = await lockStoredBlobs(tx, [...fresh.map((l) => l.digest), ...alsoLock]);
+  const missing = [...new Set(fresh.map((l) => l.digest).filter((d) => !blobs.has(d)))];
+  if (missing.length > 0) {
+    throw new StrataError("BLOB_MISSING", `The bytes of ${missing.length} new layer(s) are not stored.`, {
+      hint: "Upload them first (blob.missing tells which), then publish again.",
+      data: { digests: missing },
+    });
+  }
+  const wrongSize = fresh.filter((l) => blobs.get(l.digest)!.sizeBytes !== l.sizeBytes);
+  if (wrongSize.length > 0) {
+    throw new StrataError("INVALID_INPUT", `Layer ${wrongSize.map((l) => l.uuid).join(", ")} has the wrong size.`, {
+      hint: "sizeBytes must be the size of the stored blob the digest names.",
+      data: { uuids: wrongSize.map((l) => l.uuid) },
+    });
+  }
+
+  const now = await dbNow(tx);
+  if (ordered.order.length > 0) {
+    try {
+      await tx.layer.createMany({
+        data: ordered.order.map((l) => ({
+          uuid: l.uuid,
+          parentUuid: l.parentUuid,
+          digest: l.digest,
+          sizeBytes: BigInt(l.sizeBytes),
+          kind: l.kind,
+          state: "available",
+          createdAt: now,
+        })),
+      });
+    } catch (error) {
+      // A concurrent publish sealed one of these uuids first: the retry compares with it.
+      if (isUniqueViolation(error)) throw new RetryTransaction("layer uuid inserted concurrently");
+      throw error;
     }
-    return {
+  }
+
+  const had = new Set(
+    (
+      await tx.snapshotHead.findMany({
+        where: { snapshotId, layerUuid: { in: [...heads] } },
+        select: { layerUuid: true },
+      })
+    ).map((h) => h.layerUuid),
+  );
+  const newHeads = heads.filter((h) => !had.has(h));
+  if (newHeads.length > 0) {
+    try {
+      await tx.snapshotHead.createMany({
+        data: newHeads.map((layerUuid) => ({ snapshotId, layerUuid })),
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new RetryTransaction("head inserted concurrently");
+      throw error;
+    }
+  }
+  return {
+    result: {
       layersWritten: ordered.order.length,
       layersReused: declared.length - fresh.length,
       headsWritten: newHeads.length,
-      heads,
-    };
-  });
+      heads: [...heads],
+    },
+    blobs,
+    now,
+  };
 }
 
 async function lockPublishableSnapshot(
   tx: Db,
   snapshotId: string,
 ): Promise<{ state: string; agentId: string; manifestDigest: string | null }> {
-  const found = await lockSnapshotRow(tx, snapshotId, "update");
-  const row = found
-    ? await tx.snapshot.findUnique({
-        where: { id: snapshotId },
-        select: { state: true, agentId: true, manifestDigest: true },
-      })
-    : null;
-  if (!row) throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
+  const sql = dialect(tx);
+  // Lock and read in one statement (FOR UPDATE: arbitrates with retirement and head release).
+  const [found] = await tx.$queryRawUnsafe<{ state: string; agent_id: string; manifest_digest: string | null }[]>(
+    `SELECT state, agent_id, manifest_digest FROM snapshots WHERE id = ${sql.p(1)}${sql.lock("update")}`,
+    snapshotId,
+  );
+  if (!found) throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
+  const row = { state: found.state, agentId: found.agent_id, manifestDigest: found.manifest_digest };
   if (RETIRED_STATES.includes(row.state)) {
     throw new StrataError("SNAPSHOT_RETIRED", `Snapshot ${snapshotId} is ${row.state} and takes no new content.`);
   }
@@ -381,13 +397,13 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
         };
       }
       // Ready without content: register its layers and heads now.
-      const written = await publishLayers(tx, { snapshotId: opts.snapshotId, layers: input.layers, heads });
+      const { result } = await writeLayers(tx, opts.snapshotId, input.layers, heads);
       return {
         snapshotId: opts.snapshotId,
         state: "ready",
         manifestDigest: snapshot.manifestDigest,
         alreadyPublished: false,
-        ...written,
+        ...result,
       };
     }
 
@@ -396,15 +412,17 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
         hint: "Upload the manifest as a blob and pass its sha256.",
       });
     }
-    const manifest = await lockStoredBlobs(tx, [manifestDigest]);
-    if (!manifest.has(manifestDigest)) {
+    const {
+      result: written,
+      blobs,
+      now,
+    } = await writeLayers(tx, opts.snapshotId, input.layers, heads, [manifestDigest]);
+    if (!blobs.has(manifestDigest)) {
       throw new StrataError("BLOB_MISSING", `The manifest blob ${manifestDigest} is not stored.`, {
         hint: "Upload the manifest (PUT /api/blobs/<sha256>) before publishing.",
         data: { digests: [manifestDigest] },
       });
     }
-    const written = await publishLayers(tx, { snapshotId: opts.snapshotId, layers: input.layers, heads });
-    const now = await dbNow(tx);
     try {
       const moved = await tx.snapshot.updateMany({
         where: { id: opts.snapshotId, state: "capturing" },

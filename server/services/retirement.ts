@@ -117,31 +117,55 @@ export async function headReleaseCandidates(db: Db, cursor: string, limit: numbe
  */
 export async function releaseHeadsOf(tx: Db, snapshotIds: readonly string[]): Promise<HeadReleaseTally> {
   const tally = emptyHeadTally();
+  const ids = [...new Set(snapshotIds)].sort();
+  if (ids.length === 0) return tally;
+  const sql = dialect(tx);
+  // A handful of statements whatever the batch size: on SQLite every statement here is time
+  // the database write lock is held against publishers.
+  await tx.$queryRawUnsafe(
+    `SELECT id FROM snapshots WHERE id IN ${sql.list(ids.length)} ORDER BY id${sql.lock("update")}`,
+    ...ids,
+  );
   const now = await dbNow(tx);
-  for (const snapshotId of [...snapshotIds].sort()) {
-    if (!(await lockSnapshotRow(tx, snapshotId, "update"))) continue;
-    const row = await tx.snapshot.findUnique({ where: { id: snapshotId }, select: { state: true } });
-    if (!row || !ALREADY_RETIRED.has(row.state)) continue;
-    const pinned = await tx.pin.findFirst({
-      where: { snapshotId, released: false, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] },
-      select: { pinId: true },
+  const retired = await tx.snapshot.findMany({
+    where: { id: { in: ids }, state: { in: [...HEAD_RELEASE_STATES] } },
+    select: { id: true, state: true },
+  });
+  if (retired.length === 0) return tally;
+  const pinned = new Set(
+    (
+      await tx.pin.findMany({
+        where: {
+          snapshotId: { in: retired.map((r) => r.id) },
+          released: false,
+          OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
+        },
+        select: { snapshotId: true },
+      })
+    ).map((p) => p.snapshotId),
+  );
+  tally.snapshotsKept = retired.filter((r) => pinned.has(r.id)).length;
+  const free = retired.filter((r) => !pinned.has(r.id));
+  if (free.length === 0) return tally;
+  const withHeads = await tx.snapshotHead.groupBy({
+    by: ["snapshotId"],
+    where: { snapshotId: { in: free.map((r) => r.id) } },
+    _count: { _all: true },
+  });
+  if (withHeads.length > 0) {
+    const removed = await tx.snapshotHead.deleteMany({
+      where: { snapshotId: { in: withHeads.map((h) => h.snapshotId) } },
     });
-    if (pinned) {
-      tally.snapshotsKept += 1;
-      continue;
-    }
-    const removed = await tx.snapshotHead.deleteMany({ where: { snapshotId } });
-    if (removed.count > 0) {
-      tally.snapshotsReleased += 1;
-      tally.headsReleased += removed.count;
-    }
-    if (row.state === "deleting") {
-      const done = await tx.snapshot.updateMany({
-        where: { id: snapshotId, state: "deleting" },
-        data: { state: "deleted", deletedAt: now },
-      });
-      tally.snapshotsDeleted += done.count;
-    }
+    tally.snapshotsReleased = withHeads.length;
+    tally.headsReleased = removed.count;
+  }
+  const deleting = free.filter((r) => r.state === "deleting").map((r) => r.id);
+  if (deleting.length > 0) {
+    const done = await tx.snapshot.updateMany({
+      where: { id: { in: deleting }, state: "deleting" },
+      data: { state: "deleted", deletedAt: now },
+    });
+    tally.snapshotsDeleted = done.count;
   }
   return tally;
 }
