@@ -26,6 +26,13 @@ export const ERROR_CODES = {
   GIT_FAILED: { status: "INTERNAL_SERVER_ERROR", retryable: false },
   TIMEOUT: { status: "TIMEOUT", retryable: true },
   ABORTED: { status: "CLIENT_CLOSED_REQUEST", retryable: false },
+  BLOB_STORE_FAILED: { status: "SERVICE_UNAVAILABLE", retryable: true },
+  // Restore: refusals (nothing is written) and the failures the degraded ladder handles.
+  UNSAFE_TARGET: { status: "PRECONDITION_FAILED", retryable: false },
+  INVALID_SNAPSHOT: { status: "UNPROCESSABLE_CONTENT", retryable: false },
+  COMMITS_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
+  DELTA_FAILED: { status: "UNPROCESSABLE_CONTENT", retryable: false },
+  TREE_MISMATCH: { status: "UNPROCESSABLE_CONTENT", retryable: false },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

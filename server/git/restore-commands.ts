@@ -1,0 +1,201 @@
+// The git calls a restore makes, as plain data (see runner.ts). Every call runs in the staging
+// repository the restore created, with hooks, fsmonitor and automatic maintenance off, so a
+// restore has no side effect beyond the directory it builds.
+import { StrataError } from "../domain/errors.ts";
+import { oidArg } from "./commands.ts";
+import { decodeUtf8, pathArgs, refArg, splitLines, type GitCommand } from "./runner.ts";
+
+/** Settings for every call in a staging repository. */
+export const RESTORE_CONFIG = [
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "gc.auto=0",
+  "-c",
+  "maintenance.auto=false",
+];
+
+/** Fetches only over https, http, ssh, git and local paths; never a remote helper. */
+export const FETCH_PROTOCOLS = [
+  "-c",
+  "protocol.allow=never",
+  "-c",
+  "protocol.https.allow=always",
+  "-c",
+  "protocol.http.allow=always",
+  "-c",
+  "protocol.ssh.allow=always",
+  "-c",
+  "protocol.git.allow=always",
+  "-c",
+  "protocol.file.allow=always",
+];
+
+/** The ssh command a restore fetches with unless the user configured their own. */
+export const BATCH_SSH_COMMAND = "ssh -o BatchMode=yes -o ConnectTimeout=15";
+
+function onIndex(indexFile: string): Record<string, string> {
+  return { GIT_INDEX_FILE: indexFile, GIT_OPTIONAL_LOCKS: "1" };
+}
+
+/** A new repository with no template (so no hooks), in the snapshot's object format. */
+export function initRestoreRepository(dir: string, objectFormat: "sha1" | "sha256"): GitCommand<void> {
+  return {
+    args: [...RESTORE_CONFIG, "init", "--quiet", "--template=", `--object-format=${objectFormat}`, ...pathArgs([dir])],
+    parse: () => undefined,
+  };
+}
+
+/** Whether a commit is in the object store (alternates included). */
+export function hasCommit(oid: string): GitCommand<boolean> {
+  return {
+    args: [...RESTORE_CONFIG, "cat-file", "-e", `${oidArg(oid)}^{commit}`],
+    okExitCodes: [0, 1, 128],
+    parse: (out) => out.exitCode === 0,
+  };
+}
+
+/** The user's own ssh command from configuration (core.sshCommand), if any. */
+export function configuredSshCommand(): GitCommand<string | null> {
+  return {
+    args: ["config", "--get", "core.sshCommand"],
+    okExitCodes: [0, 1],
+    parse: (out) => (out.exitCode === 0 ? decodeUtf8(out.stdout).trim() || null : null),
+  };
+}
+
+export interface FetchSettings {
+  /** `--depth=1`: only the commits asked for (a shallow repository). */
+  shallow: boolean;
+  timeoutMs: number;
+  /** GIT_SSH_COMMAND for this call, or null to keep the user's. */
+  sshCommand: string | null;
+}
+
+/**
+ * Fetches refspecs from a recorded remote, never waiting for input (the runner sets
+ * GIT_TERMINAL_PROMPT=0; ssh runs in batch mode). `url` was checked by the record check.
+ */
+export function fetchRefspecs(url: string, refspecs: readonly string[], s: FetchSettings): GitCommand<void> {
+  if (url.startsWith("-")) throw new StrataError("INVALID_INPUT", "Refusing a remote that starts with '-'.");
+  for (const refspec of refspecs) refArg(refspec, "refspec");
+  return {
+    args: [
+      ...RESTORE_CONFIG,
+      ...FETCH_PROTOCOLS,
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      "--no-recurse-submodules",
+      "--no-write-fetch-head",
+      "--no-auto-maintenance",
+      ...(s.shallow ? ["--depth=1"] : []),
+      "--",
+      url,
+      ...refspecs,
+    ],
+    env: s.sshCommand ? { GIT_SSH_COMMAND: s.sshCommand } : undefined,
+    timeoutMs: s.timeoutMs,
+    parse: () => undefined,
+  };
+}
+
+/** Unpacks a bundle file into the object store (its prerequisites must be present). */
+export function unbundle(file: string): GitCommand<void> {
+  if (!file.startsWith("/")) throw new StrataError("INVALID_INPUT", "A bundle file must be an absolute path.");
+  return { args: [...RESTORE_CONFIG, "bundle", "unbundle", file], parse: () => undefined };
+}
+
+/** Fills an index from a tree or commit (primes the cache tree, so later write-trees are cheap). */
+export function readTreeToIndex(indexFile: string, treeish: string): GitCommand<void> {
+  return { args: [...RESTORE_CONFIG, "read-tree", oidArg(treeish)], env: onIndex(indexFile), parse: () => undefined };
+}
+
+/** Applies a binary patch file to the index only; all of it or nothing (git apply is atomic). */
+export function applyPatchToIndex(indexFile: string, patchFile: string): GitCommand<void> {
+  return {
+    args: [...RESTORE_CONFIG, "apply", "--cached", "--binary", "--whitespace=nowarn", ...pathArgs([patchFile])],
+    env: onIndex(indexFile),
+    parse: () => undefined,
+  };
+}
+
+/** Writes every index entry into the working tree and records the files' stat data. */
+export function checkoutIndex(indexFile: string): GitCommand<void> {
+  return {
+    args: [...RESTORE_CONFIG, "checkout-index", "--all", "--force", "--index"],
+    env: onIndex(indexFile),
+    parse: () => undefined,
+  };
+}
+
+/**
+ * Re-reads every file of the index and compares its content (through this host's filters)
+ * with the recorded blob; returns the paths that differ.
+ */
+export function filesDifferingFromIndex(indexFile: string): GitCommand<string[]> {
+  return {
+    args: [...RESTORE_CONFIG, "update-index", "--really-refresh", "-q"],
+    env: onIndex(indexFile),
+    okExitCodes: [0, 1],
+    parse: (out) => parseNeedsUpdate(decodeUtf8(out.stdout)),
+  };
+}
+
+/** `update-index --refresh` prints `<path>: needs update` for each path whose content differs. */
+export function parseNeedsUpdate(text: string): string[] {
+  const suffix = ": needs update";
+  return text
+    .split("\n")
+    .filter((line) => line.endsWith(suffix))
+    .map((line) => line.slice(0, -suffix.length));
+}
+
+/** The commit's tree. */
+export function commitTree(commit: string): GitCommand<string> {
+  return {
+    args: [...RESTORE_CONFIG, "rev-parse", "--verify", "--end-of-options", `${oidArg(commit)}^{tree}`],
+    parse: (out) => decodeUtf8(out.stdout).trim(),
+  };
+}
+
+/** A ref's commit, or null. */
+export function refCommit(ref: string): GitCommand<string | null> {
+  return {
+    args: [...RESTORE_CONFIG, "rev-parse", "--verify", "--quiet", "--end-of-options", `${refArg(ref)}^{commit}`],
+    okExitCodes: [0, 1, 128],
+    parse: (out) => (out.exitCode === 0 ? decodeUtf8(out.stdout).trim() : null),
+  };
+}
+
+export function setRef(ref: string, oid: string): GitCommand<void> {
+  return {
+    args: [...RESTORE_CONFIG, "update-ref", "-m", "strata restore", "--no-deref", refArg(ref), oidArg(oid)],
+    parse: () => undefined,
+  };
+}
+
+/** Points HEAD at a branch (which may not exist yet, on an unborn branch). */
+export function headToBranch(branch: string): GitCommand<void> {
+  return {
+    args: [...RESTORE_CONFIG, "symbolic-ref", "-m", "strata restore", "HEAD", refArg(`refs/heads/${branch}`)],
+    parse: () => undefined,
+  };
+}
+
+/** Sets one configuration value in the repository's own configuration. */
+export function setConfig(key: string, value: string): GitCommand<void> {
+  if (value.startsWith("-"))
+    throw new StrataError("INVALID_INPUT", "Refusing a configuration value that starts with '-'.");
+  return { args: [...RESTORE_CONFIG, "config", "--local", refArg(key, "config key"), value], parse: () => undefined };
+}
+
+/** Whether the repository is shallow. */
+export function isShallow(): GitCommand<boolean> {
+  return {
+    args: ["rev-parse", "--is-shallow-repository"],
+    parse: (out) => splitLines(out.stdout)[0] === "true",
+  };
+}

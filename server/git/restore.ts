@@ -1,0 +1,552 @@
+// restoreWorktree(record, into): rebuilds a captured checkout in a new directory, verified to
+// the recorded git tree, or, when that cannot be done, the best state this host can reach.
+//
+//   check the record (INVALID_SNAPSHOT) and the target (UNSAFE_TARGET)  — nothing runs or is written before
+//   fetch        HEAD's commit: the host's object store, the snapshot's bundle, or the remotes
+//   reconstruct  the patch chain applied to HEAD in the index, each link checked against its tree
+//   materialize  the files written from the index
+//   verify       every file re-read and compared with its recorded blob
+//   publish      the staging directory renamed into place
+//
+// When the exact restore fails with a content cause (a missing or damaged blob, commits that
+// cannot be had, a change set that does not apply, a tree that differs), the degraded ladder
+// decides what the worktree holds instead: (a) the recorded HEAD with the change sets that
+// apply, up to the first that does not; else (b) the closest commit that can be had: the
+// pushed base of the unpushed commits, then the caller's candidates (earlier snapshots of the
+// same checkout, nearest first), then the tip of the recorded branch; else (c) nothing.
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import type { CaptureManifest, PatchLink } from "../domain/capture-manifest.ts";
+import { BUNDLE_OMISSIONS } from "../domain/capture-manifest.ts";
+import { isStrataError, StrataError } from "../domain/errors.ts";
+import { checkRestoreRecord, EMPTY_TREE, type RestoreRecord } from "../domain/restore-record.ts";
+import {
+  isDegradableCause,
+  nextStepFor,
+  type DegradableCause,
+  type MissingChangeSet,
+  type RestoreBasis,
+  type RestorePhase,
+  type RestoreResult,
+  type RestoreStage,
+  type RestoreTimings,
+  type RestoreWarning,
+} from "../domain/restore-result.ts";
+import { existingObjects, isObjectId, writeTree } from "./commands.ts";
+import { copyBlobToFile, type BlobSource } from "./restore-blobs.ts";
+import {
+  checkoutIndex,
+  commitTree,
+  filesDifferingFromIndex,
+  headToBranch,
+  initRestoreRepository,
+  readTreeToIndex,
+  setConfig,
+  setRef,
+} from "./restore-commands.ts";
+import { PUSHED_REF_PREFIX, RestoreHistory, type CommitSource } from "./restore-history.ts";
+import { applyChain, pathsInPatch } from "./restore-patches.ts";
+import { checkTarget, createStaging, removeStaleRestores } from "./restore-staging.ts";
+import { createGitRunner, type GitRunner } from "./runner.ts";
+
+export type { RestoreRecord } from "../domain/restore-record.ts";
+export type { BlobSource } from "./restore-blobs.ts";
+
+export interface RestoreProgress {
+  phase: RestorePhase | "ladder";
+  message: string;
+}
+
+export interface RestoreOptions {
+  /** Where the snapshot's blobs (patches, bundle) are read from; each is verified by sha256. */
+  blobs: BlobSource;
+  /** This host's restore state (crash records of interrupted restores live under it). */
+  stateDir: string;
+  /**
+   * A repository (or git directory) on this host whose objects the restore may use. It is
+   * borrowed through alternates, so it must outlive the restored worktree.
+   */
+  objectStore?: string | null;
+  /** Commits of earlier snapshots of the same checkout, nearest first (ladder rung b). */
+  candidates?: readonly string[];
+  /** Throw the first content failure instead of walking the degraded ladder. */
+  exactOnly?: boolean;
+  gitPath?: string;
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+  /** Per git call (fetches have their own). */
+  timeoutMs?: number;
+  fetchTimeoutMs?: number;
+  signal?: AbortSignal;
+  onProgress?: (event: RestoreProgress) => void;
+}
+
+export interface RestoreReport {
+  /** The restored worktree, or null when nothing was written (`status: "unrestored"`). */
+  path: string | null;
+  result: RestoreResult;
+}
+
+/** Whether a failure is one the degraded ladder answers (about the snapshot's content). */
+export function isDegradableFailure(error: unknown): error is StrataError & { code: DegradableCause } {
+  return isStrataError(error) && isDegradableCause(error.code);
+}
+
+const DEFAULT_FETCH_TIMEOUT_MS = 10 * 60_000;
+
+interface Held {
+  stage: RestoreStage;
+  head: string | null;
+  tree: string;
+  basis: RestoreBasis;
+  applied: PatchLink[];
+  missingChangeSets: MissingChangeSet[];
+  paths: string[];
+  pathsComplete: boolean;
+  cause: StrataError | null;
+}
+
+function phaseClock() {
+  const ms: Record<RestorePhase, number> = { fetch: 0, reconstruct: 0, materialize: 0, verify: 0, publish: 0 };
+  return {
+    ms,
+    async time<T>(phase: RestorePhase, fn: () => Promise<T>): Promise<T> {
+      const start = performance.now();
+      try {
+        return await fn();
+      } finally {
+        ms[phase] += performance.now() - start;
+      }
+    },
+  };
+}
+type PhaseClock = ReturnType<typeof phaseClock>;
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
+/**
+ * Restores a snapshot record into `into` (new or empty). Resolves with what the worktree holds;
+ * rejects only with INVALID_SNAPSHOT, UNSAFE_TARGET, a failure that is not about the snapshot's
+ * content (git missing, a timeout, an abort…), or, with `exactOnly`, the first content failure.
+ * Nothing is left behind on failure, and nothing but `into` (and its parent) is created.
+ */
+export async function restoreWorktree(
+  record: RestoreRecord,
+  into: string,
+  opts: RestoreOptions,
+): Promise<RestoreReport> {
+  const manifest = checkRestoreRecord(record);
+  const target = await checkTarget(into);
+  opts.signal?.throwIfAborted();
+  const clock = phaseClock();
+  const warnings = [...(await removeStaleRestores(opts.stateDir)), ...captureWarnings(manifest)];
+  const staging = await createStaging(target, opts.stateDir);
+  try {
+    const git = createGitRunner({
+      cwd: staging.dir,
+      gitPath: opts.gitPath,
+      baseEnv: opts.baseEnv,
+      timeoutMs: opts.timeoutMs,
+      signal: opts.signal,
+    });
+    const gitDir = join(staging.dir, ".git");
+    const scratch = join(gitDir, "strata-restore");
+    await git.run(initRestoreRepository(staging.dir, manifest.objectFormat));
+    await mkdir(scratch);
+    if (opts.objectStore) {
+      await borrowObjects(gitDir, opts.objectStore);
+      warnings.push({
+        kind: "shared-object-store",
+        message: `The restored repository borrows objects from ${opts.objectStore}; keep that store while the worktree is used.`,
+      });
+    }
+    const history = new RestoreHistory(git, manifest, {
+      blobs: opts.blobs,
+      scratch,
+      fetchTimeoutMs: opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
+      baseEnv: opts.baseEnv ?? process.env,
+      signal: opts.signal,
+    });
+    const context: BuildContext = { git, manifest, opts, clock, history, indexFile: join(gitDir, "index"), scratch };
+    const { held, commitsFrom, headFailure } = await build(context);
+    const timings = (source: CommitSource | "none"): RestoreTimings => ({
+      fetch: round(clock.ms.fetch),
+      reconstruct: round(clock.ms.reconstruct),
+      materialize: round(clock.ms.materialize),
+      verify: round(clock.ms.verify),
+      publish: round(clock.ms.publish),
+      commitsFrom: source,
+    });
+
+    if (!held) {
+      const result = nothingRestored(record.snapshotId, manifest, headFailure, warnings);
+      await staging.discard();
+      return { path: null, result: { ...result, timings: timings(commitsFrom) } };
+    }
+    await finalizeRepository(git, manifest, held, history);
+    const missingCommits = await commitsNotHeld(git, manifest);
+    if (history.shallow) {
+      warnings.push({
+        kind: "shallow-history",
+        message:
+          "History was fetched shallow: git log stops at the restored commit (git fetch --unshallow for the rest).",
+      });
+    }
+    await rm(scratch, { recursive: true, force: true });
+    opts.onProgress?.({ phase: "publish", message: `moving the worktree into ${target}` });
+    await clock.time("publish", () => staging.publish());
+    const result = resultOf(record.snapshotId, manifest, held, missingCommits, warnings);
+    return { path: target, result: { ...result, timings: timings(commitsFrom) } };
+  } catch (error) {
+    await staging.discard();
+    throw error;
+  }
+}
+
+interface BuildContext {
+  git: GitRunner;
+  manifest: CaptureManifest;
+  opts: RestoreOptions;
+  clock: PhaseClock;
+  history: RestoreHistory;
+  indexFile: string;
+  scratch: string;
+}
+
+interface Built {
+  held: Held | null;
+  commitsFrom: CommitSource | "none";
+  /** Why the recorded HEAD could not be had, when it could not. */
+  headFailure: StrataError | null;
+}
+
+async function build(c: BuildContext): Promise<Built> {
+  const { manifest, opts, clock, history } = c;
+  let commitsFrom: CommitSource | "none" = "none";
+  let headFailure: StrataError | null = null;
+  if (manifest.head) {
+    const head = manifest.head;
+    opts.onProgress?.({ phase: "fetch", message: `getting commit ${head.slice(0, 12)}` });
+    try {
+      commitsFrom = await clock.time("fetch", () => history.obtainHead(head));
+    } catch (error) {
+      if (!isDegradableFailure(error) || opts.exactOnly) throw error;
+      headFailure = error;
+    }
+  }
+  if (!headFailure) return { held: await atRecordedHead(c), commitsFrom, headFailure };
+
+  // Rung (b): the closest commit this host can get.
+  opts.onProgress?.({ phase: "ladder", message: `${headFailure.code}: looking for the closest commit` });
+  const closest = await clock.time("fetch", () => closestCommit(history, manifest, opts.candidates ?? []));
+  if (!closest) return { held: null, commitsFrom, headFailure };
+  const tree = await c.git.run(commitTree(closest.oid));
+  await clock.time("reconstruct", () => c.git.run(readTreeToIndex(c.indexFile, closest.oid)));
+  await materialize(c);
+  const differing = await verifyFiles(c);
+  const readable = await readablePatchPaths(c, manifest.patches);
+  return {
+    held: {
+      stage: "closest-commit",
+      head: closest.oid,
+      tree,
+      basis: closest.basis,
+      applied: [],
+      missingChangeSets: manifest.patches.map((l) => changeSetOf(l, "no-base")),
+      paths: [...new Set([...readable.paths, ...differing])].sort(),
+      // The files that differ between the closest commit and the recorded HEAD are unknown.
+      pathsComplete: false,
+      cause: headFailure,
+    },
+    commitsFrom: closest.basis === "branch-tip" || history.fetched.has(closest.oid) ? "remote" : "object-store",
+    headFailure,
+  };
+}
+
+/** Rung (a), and the exact restore it is when every change set applies. */
+async function atRecordedHead(c: BuildContext): Promise<Held> {
+  const { manifest, opts, clock } = c;
+  const start = manifest.head ?? EMPTY_TREE[manifest.objectFormat];
+  opts.onProgress?.({ phase: "reconstruct", message: `applying ${manifest.patches.length} change set(s)` });
+  const chain = await clock.time("reconstruct", () =>
+    applyChain(c.git, {
+      indexFile: c.indexFile,
+      start,
+      links: manifest.patches,
+      blobs: opts.blobs,
+      scratch: c.scratch,
+      signal: opts.signal,
+    }),
+  );
+  let cause = chain.failure?.error ?? null;
+  if (!cause && chain.tree !== manifest.tree) {
+    // Only possible with no patches: HEAD's own tree must be the recorded one.
+    cause = new StrataError("TREE_MISMATCH", `HEAD's tree ${chain.tree} is not the recorded tree ${manifest.tree}.`, {
+      data: { expected: manifest.tree, actual: chain.tree },
+    });
+  }
+  if (cause && opts.exactOnly) throw cause;
+  await materialize(c);
+  const differing = await verifyFiles(c);
+  if (differing.length > 0) {
+    const mismatch = new StrataError(
+      "TREE_MISMATCH",
+      `${differing.length} file(s) written on this host differ from their recorded content.`,
+      {
+        hint: "This host's checkout filters (core.autocrlf, core.eol, filter drivers) change what is written.",
+        data: { paths: differing.slice(0, 100) },
+      },
+    );
+    if (opts.exactOnly) throw mismatch;
+    cause ??= mismatch;
+  }
+  const stage: RestoreStage = chain.failure ? (chain.applied.length > 0 ? "changes" : "head") : "exact";
+  return {
+    stage,
+    head: manifest.head,
+    tree: chain.tree,
+    basis: "recorded-head",
+    applied: chain.applied,
+    missingChangeSets: chain.failure?.missing ?? [],
+    paths: [...new Set([...chain.paths, ...differing])].sort(),
+    pathsComplete: chain.pathsComplete,
+    cause,
+  };
+}
+
+async function materialize(c: BuildContext): Promise<void> {
+  c.opts.onProgress?.({ phase: "materialize", message: "writing files" });
+  await c.clock.time("materialize", () => c.git.run(checkoutIndex(c.indexFile)));
+}
+
+async function verifyFiles(c: BuildContext): Promise<string[]> {
+  c.opts.onProgress?.({ phase: "verify", message: "checking every file against its recorded blob" });
+  return c.clock.time("verify", async () => {
+    const differing = await c.git.run(filesDifferingFromIndex(c.indexFile));
+    // The index still holds the tree the files were written from.
+    await c.git.run(writeTree(c.indexFile));
+    return differing;
+  });
+}
+
+async function closestCommit(
+  history: RestoreHistory,
+  manifest: CaptureManifest,
+  candidates: readonly string[],
+): Promise<{ oid: string; basis: RestoreBasis } | null> {
+  for (const base of await history.pushedBase()) {
+    if (await history.fetchCommit(base)) return { oid: base, basis: "pushed-base" };
+  }
+  const length = manifest.objectFormat === "sha1" ? 40 : 64;
+  for (const candidate of candidates) {
+    if (!isObjectId(candidate) || candidate.length !== length || candidate === manifest.head) continue;
+    if (await history.fetchCommit(candidate)) return { oid: candidate, basis: "earlier-snapshot" };
+  }
+  const tip = await history.fetchBranchTip(manifest.branch);
+  return tip ? { oid: tip, basis: "branch-tip" } : null;
+}
+
+async function readablePatchPaths(c: BuildContext, links: readonly PatchLink[]): Promise<{ paths: string[] }> {
+  const paths = new Set<string>();
+  for (const link of links) {
+    const file = join(c.scratch, `${link.uuid}.paths.patch`);
+    try {
+      await copyBlobToFile(c.opts.blobs, link.digest, file, { size: link.size, signal: c.opts.signal });
+      for (const p of pathsInPatch(await readFile(file))) paths.add(p);
+    } catch (error) {
+      if (!isStrataError(error)) throw error;
+    } finally {
+      await rm(file, { force: true });
+    }
+  }
+  return { paths: [...paths] };
+}
+
+function changeSetOf(link: PatchLink, reason: MissingChangeSet["reason"]): MissingChangeSet {
+  return { uuid: link.uuid, kind: link.kind, digest: link.digest, size: link.size, reason };
+}
+
+/** Borrows a host object store through alternates (objects are read there, never copied). */
+async function borrowObjects(gitDir: string, store: string): Promise<void> {
+  const root = resolve(store);
+  const candidates = [join(root, "objects"), join(root, ".git", "objects")];
+  const objects = candidates.find((dir) => existsSync(join(dir, "info")) || existsSync(join(dir, "pack")));
+  if (!objects || !(await stat(objects)).isDirectory()) {
+    throw new StrataError("INVALID_INPUT", `${JSON.stringify(store)} is not a git repository's object store.`, {
+      hint: "Pass a repository (or a git directory) on this host, or no object store at all.",
+    });
+  }
+  await writeFile(join(gitDir, "objects", "info", "alternates"), `${objects}\n`);
+}
+
+/** HEAD and the branch as recorded, the recorded remotes, and refs for commits known pushed. */
+async function finalizeRepository(
+  git: GitRunner,
+  manifest: CaptureManifest,
+  held: Held,
+  history: RestoreHistory,
+): Promise<void> {
+  if (held.head) {
+    if (manifest.branch) {
+      await git.run(setRef(`refs/heads/${manifest.branch}`, held.head));
+      await git.run(headToBranch(manifest.branch));
+    } else {
+      await git.run(setRef("HEAD", held.head));
+    }
+  } else if (manifest.branch) {
+    await git.run(headToBranch(manifest.branch));
+  }
+  for (const remote of manifest.remotes) {
+    await git.run(setConfig(`remote.${remote.name}.url`, remote.url));
+    await git.run(setConfig(`remote.${remote.name}.fetch`, `+refs/heads/*:refs/remotes/${remote.name}/*`));
+  }
+  // A capture in the restored worktree bundles only what is really unpushed.
+  const pushed = new Set<string>(await history.pushedBase());
+  const everythingPushed =
+    manifest.bundle === null &&
+    !manifest.omitted.some((o) => BUNDLE_OMISSIONS.has(o.reason)) &&
+    manifest.remotes.length > 0;
+  if (everythingPushed && held.head === manifest.head && held.head) pushed.add(held.head);
+  if (pushed.size === 0) return;
+  const present = await git.run(existingObjects([...pushed]));
+  for (const oid of pushed) {
+    if (present.has(oid) && !history.fetched.has(oid)) await git.run(setRef(`${PUSHED_REF_PREFIX}${oid}`, oid));
+  }
+}
+
+/** Recorded commits (HEAD, unpushed and left-out ones) the restored repository does not hold. */
+async function commitsNotHeld(git: GitRunner, manifest: CaptureManifest): Promise<string[]> {
+  const recorded = recordedCommits(manifest);
+  if (recorded.length === 0) return [];
+  const present = await git.run(existingObjects(recorded));
+  return recorded.filter((c) => !present.has(c));
+}
+
+function recordedCommits(manifest: CaptureManifest): string[] {
+  const commits = new Set<string>();
+  if (manifest.head) commits.add(manifest.head);
+  for (const c of manifest.bundle?.commits ?? []) commits.add(c);
+  for (const o of manifest.omitted) if (BUNDLE_OMISSIONS.has(o.reason)) for (const c of o.commits ?? []) commits.add(c);
+  return [...commits];
+}
+
+const INFORMATIONAL_OMISSIONS = new Set(["ignored"]);
+
+function captureWarnings(manifest: CaptureManifest): RestoreWarning[] {
+  const warnings: RestoreWarning[] = [];
+  const left = manifest.omitted.filter(
+    (o) => !INFORMATIONAL_OMISSIONS.has(o.reason) && !BUNDLE_OMISSIONS.has(o.reason),
+  );
+  if (left.length > 0) {
+    warnings.push({
+      kind: "omitted-content",
+      message: `The capture left ${left.length} path(s) out (secrets, snapshot-ignore, size limits, nested repositories…); they are not in the worktree.`,
+      paths: left.slice(0, 1000).map((o) => `${o.path} (${o.reason})`),
+    });
+  }
+  const f = manifest.filters;
+  if (f.autocrlf || f.eol || f.drivers.length > 0) {
+    const settings = [
+      f.autocrlf ? `core.autocrlf=${f.autocrlf}` : null,
+      f.eol ? `core.eol=${f.eol}` : null,
+      ...f.drivers.map((d) => `filter driver ${d.name}`),
+    ].filter(Boolean);
+    warnings.push({
+      kind: "filters",
+      message: `The capturing checkout used ${settings.join(", ")}; files are restored as git stores them, converted by this host's own settings.`,
+    });
+  }
+  return warnings;
+}
+
+function digestsOf(error: StrataError | null): string[] {
+  const digest = error?.data?.digest;
+  return typeof digest === "string" ? [digest] : [];
+}
+
+function resultOf(
+  snapshotId: string,
+  manifest: CaptureManifest,
+  held: Held,
+  missingCommits: string[],
+  warnings: RestoreWarning[],
+): RestoreResult {
+  const exact = held.stage === "exact" && held.cause === null;
+  const cause = held.cause && isDegradableCause(held.cause.code) ? held.cause.code : null;
+  return {
+    version: 1,
+    status: exact ? "restored" : "degraded",
+    snapshotId,
+    recorded: { head: manifest.head, tree: manifest.tree, branch: manifest.branch },
+    holds: {
+      stage: held.stage,
+      head: held.head,
+      tree: held.tree,
+      branch: manifest.branch,
+      basis: held.basis,
+      appliedChangeSets: held.applied.map((l) => l.uuid),
+    },
+    missing: {
+      commits: exact ? [] : missingCommits,
+      changeSets: held.missingChangeSets,
+      paths: held.paths,
+      pathsComplete: held.pathsComplete,
+      cause,
+      causeMessage: held.cause?.message.slice(0, 2000) ?? null,
+      nextStep: cause
+        ? nextStepFor(cause, {
+            head: manifest.head,
+            commits: missingCommits,
+            digests: digestsOf(held.cause),
+            paths: held.paths,
+            bundleLost: isBundleFailure(manifest, held.cause),
+          })
+        : null,
+    },
+    warnings,
+  };
+}
+
+function isBundleFailure(manifest: CaptureManifest, error: StrataError | null): boolean {
+  return Boolean(manifest.bundle && error?.data?.digest === manifest.bundle.digest);
+}
+
+function nothingRestored(
+  snapshotId: string,
+  manifest: CaptureManifest,
+  headFailure: StrataError | null,
+  warnings: RestoreWarning[],
+): RestoreResult {
+  const failure =
+    headFailure ??
+    new StrataError("COMMITS_UNAVAILABLE", "No commit of this checkout can be had on this host.", {
+      data: { reason: "not-fetched" },
+    });
+  const cause = isDegradableCause(failure.code) ? failure.code : "COMMITS_UNAVAILABLE";
+  const commits = recordedCommits(manifest);
+  return {
+    version: 1,
+    status: "unrestored",
+    snapshotId,
+    recorded: { head: manifest.head, tree: manifest.tree, branch: manifest.branch },
+    holds: { stage: "nothing", head: null, tree: null, branch: null, basis: null, appliedChangeSets: [] },
+    missing: {
+      commits,
+      changeSets: manifest.patches.map((l) => changeSetOf(l, "no-base")),
+      paths: [],
+      pathsComplete: false,
+      cause,
+      causeMessage: failure.message.slice(0, 2000),
+      nextStep: nextStepFor(cause, {
+        head: manifest.head,
+        commits,
+        digests: digestsOf(failure),
+        paths: [],
+        bundleLost: isBundleFailure(manifest, failure),
+      }),
+    },
+    warnings,
+  };
+}
