@@ -156,3 +156,22 @@ export function childrenFirst<T extends { uuid: string; parentUuid: string | nul
   };
   return [...rows].sort((a, b) => depthOf(b) - depthOf(a));
 }
+
+/** Splits rows into groups of at most `count` rows and (unless one row alone is bigger) `bytes` bytes. */
+export function splitByBudget<T>(rows: readonly T[], sizeOf: (row: T) => number, count: number, bytes: number): T[][] {
+  const groups: T[][] = [];
+  let current: T[] = [];
+  let total = 0;
+  for (const row of rows) {
+    const size = sizeOf(row);
+    if (current.length > 0 && (current.length >= count || total + size > bytes)) {
+      groups.push(current);
+      current = [];
+      total = 0;
+    }
+    current.push(row);
+    total += size;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}

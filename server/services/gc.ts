@@ -34,7 +34,7 @@ import { randomUUID } from "node:crypto";
 import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
-import { childrenFirst } from "../domain/content.ts";
+import { childrenFirst, splitByBudget } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
 import { dbNow, dialect, toNumber } from "./content-sql.ts";
 import { releaseExpiredPins } from "./pins.ts";
@@ -255,6 +255,9 @@ async function batch(
   return out;
 }
 
+/** At most this many bytes of blobs are deleted in one transaction (besides the row count). */
+export const MAX_BATCH_BYTES = 256 * 1024 * 1024;
+
 // --- What still references a blob -------------------------------------------------------------
 
 /**
@@ -360,16 +363,16 @@ async function markRound(
   tx: Db,
   uuids: readonly string[],
   now: Date,
-): Promise<{ uuid: string; parentUuid: string | null }[]> {
+): Promise<{ uuid: string; parentUuid: string | null; sizeBytes: number }[]> {
   const sql = dialect(tx);
   if (uuids.length === 0) return [];
   const locked = (
-    await tx.$queryRawUnsafe<{ uuid: string; parent_uuid: string | null }[]>(
-      `SELECT uuid, parent_uuid FROM layers WHERE state = 'available' AND uuid IN ${sql.list(uuids.length)} ` +
+    await tx.$queryRawUnsafe<{ uuid: string; parent_uuid: string | null; size_bytes: bigint | number }[]>(
+      `SELECT uuid, parent_uuid, size_bytes FROM layers WHERE state = 'available' AND uuid IN ${sql.list(uuids.length)} ` +
         `ORDER BY uuid${sql.lock("update skip locked")}`,
       ...uuids,
     )
-  ).map((r) => ({ uuid: r.uuid, parentUuid: r.parent_uuid }));
+  ).map((r) => ({ uuid: r.uuid, parentUuid: r.parent_uuid, sizeBytes: toNumber(r.size_bytes) }));
   if (locked.length === 0) return [];
   const ids = locked.map((r) => r.uuid);
   const list = sql.list(ids.length);
@@ -413,9 +416,9 @@ async function markLayers(
   start: readonly string[],
   now: Date,
   budget: number,
-): Promise<{ marked: { uuid: string; parentUuid: string | null }[]; rest: string[] }> {
+): Promise<{ marked: { uuid: string; parentUuid: string | null; sizeBytes: number }[]; rest: string[] }> {
   let work = [...new Set(start)];
-  const marked: { uuid: string; parentUuid: string | null }[] = [];
+  const marked: { uuid: string; parentUuid: string | null; sizeBytes: number }[] = [];
   while (work.length > 0 && marked.length < budget) {
     const round = work.slice(0, budget - marked.length);
     const newly = await markRound(tx, round, now);
@@ -455,15 +458,17 @@ async function finishLeftovers(ctx: RunContext): Promise<void> {
   const sql = dialect(ctx.db);
   let cursor = "";
   for (;;) {
-    const rows = await ctx.db.$queryRawUnsafe<{ uuid: string }[]>(
-      `SELECT uuid FROM layers WHERE state = 'deleting' AND uuid > ${sql.p(1)} ORDER BY uuid LIMIT ${sql.p(2)}`,
+    const rows = await ctx.db.$queryRawUnsafe<{ uuid: string; size_bytes: bigint | number }[]>(
+      `SELECT uuid, size_bytes FROM layers WHERE state = 'deleting' AND uuid > ${sql.p(1)} ORDER BY uuid LIMIT ${sql.p(2)}`,
       cursor,
       ctx.settings.batchSize,
     );
     if (rows.length === 0) return;
-    const ids = rows.map((r) => r.uuid);
-    await batch(ctx, "finish", (tx, now) => finishLayers(tx, ids, now, ctx.settings));
-    cursor = ids.at(-1)!;
+    for (const group of splitByBudget(rows, (r) => toNumber(r.size_bytes), ctx.settings.batchSize, MAX_BATCH_BYTES)) {
+      const ids = group.map((r) => r.uuid);
+      await batch(ctx, "finish", (tx, now) => finishLayers(tx, ids, now, ctx.settings));
+    }
+    cursor = rows.at(-1)!.uuid;
   }
 }
 
@@ -484,7 +489,7 @@ async function collectLayers(ctx: RunContext): Promise<void> {
       if (cursor === null && queue.length === 0) return;
       continue;
     }
-    let marked: { uuid: string; parentUuid: string | null }[] = [];
+    let marked: { uuid: string; parentUuid: string | null; sizeBytes: number }[] = [];
     let rest: string[] = [];
     await batch(ctx, "mark", async (tx, now) => {
       ({ marked, rest } = await markLayers(tx, next, now, size));
@@ -498,8 +503,11 @@ async function collectLayers(ctx: RunContext): Promise<void> {
       }
     }
     if (marked.length === 0) continue;
-    const ids = marked.map((m) => m.uuid);
-    await batch(ctx, "bytes", (tx, now) => finishLayers(tx, ids, now, ctx.settings));
+    // Large bundles are freed a few at a time, so no transaction deletes gigabytes at once.
+    for (const group of splitByBudget(marked, (m) => m.sizeBytes, size, MAX_BATCH_BYTES)) {
+      const ids = group.map((m) => m.uuid);
+      await batch(ctx, "bytes", (tx, now) => finishLayers(tx, ids, now, ctx.settings));
+    }
   }
 }
 
@@ -512,8 +520,8 @@ async function collectBlobs(ctx: RunContext): Promise<void> {
     const now = await dbNow(ctx.db);
     const cutoff = new Date(now.getTime() - ctx.settings.graceSeconds * 1000);
     // A cheap pre-filter; the batch re-checks everything after locking.
-    const rows = await ctx.db.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT b.id FROM blobs b WHERE b.state = 'stored' AND b.id > ${sql.p(1)} ` +
+    const rows = await ctx.db.$queryRawUnsafe<{ id: string; size_bytes: bigint | number }[]>(
+      `SELECT b.id, b.size_bytes FROM blobs b WHERE b.state = 'stored' AND b.id > ${sql.p(1)} ` +
         `AND COALESCE(b.last_reused_at, b.stored_at) <= ${sql.p(2)} ` +
         `AND NOT EXISTS (SELECT 1 FROM layers l WHERE l.digest = b.digest AND l.state <> 'deleted') ` +
         `AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.manifest_digest = b.digest AND s.state <> 'deleted') ` +
@@ -523,12 +531,14 @@ async function collectBlobs(ctx: RunContext): Promise<void> {
       ctx.settings.batchSize,
     );
     if (rows.length === 0) return;
-    const ids = rows.map((r) => r.id);
-    await batch(ctx, "blobs", async (tx, batchNow) => {
-      const freed = await deleteUnneededBlobs(tx, batchNow, ctx.settings, { ids });
-      return { count: freed.blobsDeleted, tally: freed };
-    });
-    cursor = ids.at(-1)!;
+    for (const group of splitByBudget(rows, (r) => toNumber(r.size_bytes), ctx.settings.batchSize, MAX_BATCH_BYTES)) {
+      const ids = group.map((r) => r.id);
+      await batch(ctx, "blobs", async (tx, batchNow) => {
+        const freed = await deleteUnneededBlobs(tx, batchNow, ctx.settings, { ids });
+        return { count: freed.blobsDeleted, tally: freed };
+      });
+    }
+    cursor = rows.at(-1)!.id;
   }
 }
 
