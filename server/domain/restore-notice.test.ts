@@ -39,6 +39,56 @@ describe("describeRestoreResult", () => {
     );
   });
 
+  it("reads the kind:value entries reportRestore takes, and the worker's full result (restore-result.ts)", () => {
+    const uuid = "0b6f7f7e-1111-4222-8333-944445555666";
+    const flat = describeRestoreResult({
+      outcome: "degraded",
+      result: { missing: [`commit:${COMMIT}`, `change-set:${uuid}`, "path:src/a.ts", `tree:${"cd".repeat(20)}`] },
+    });
+    expect(flat.missing).toEqual({
+      commits: [COMMIT],
+      changeSets: [uuid],
+      paths: ["src/a.ts"],
+      other: [`recorded tree ${"cd".repeat(6)}`],
+    });
+    const full = describeRestoreResult({
+      outcome: "degraded",
+      result: {
+        version: 1,
+        status: "degraded",
+        snapshotId: "s1",
+        recorded: { head: COMMIT, tree: "cd".repeat(20), branch: "main" },
+        holds: {
+          stage: "changes",
+          head: COMMIT,
+          tree: "ef".repeat(20),
+          branch: "main",
+          basis: "recorded-head",
+          appliedChangeSets: [],
+        },
+        missing: {
+          commits: [],
+          changeSets: [{ uuid, kind: "incremental", digest: "a".repeat(64), size: 10, reason: "blob-missing" }],
+          paths: ["src/a.ts"],
+          pathsComplete: true,
+          cause: "BLOB_MISSING",
+          causeMessage: "Blob aaaa is not stored.",
+          nextStep: "Store blob aaaaaaaaaaaa again, then restore again.",
+        },
+        warnings: [{ kind: "omitted-content", message: "2 files were left out at capture." }],
+      },
+    });
+    expect(full.holds).toEqual({ stage: "changes", head: COMMIT, tree: "ef".repeat(20), basis: "recorded-head" });
+    expect(full.recorded).toEqual({ head: COMMIT, tree: "cd".repeat(20), branch: "main" });
+    expect(full.missing.changeSets).toEqual([`${uuid} (blob-missing)`]);
+    expect(full).toMatchObject({
+      cause: "BLOB_MISSING",
+      causeMessage: "Blob aaaa is not stored.",
+      nextStep: "Store blob aaaaaaaaaaaa again, then restore again.",
+      warnings: [{ kind: "omitted-content", message: "2 files were left out at capture." }],
+    });
+  });
+
   it("prefers the worker's own next step, and says when nothing was restored", () => {
     const notice = describeRestoreResult({
       outcome: "unrestored",

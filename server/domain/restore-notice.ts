@@ -23,9 +23,14 @@ export interface RestoreMissing {
 
 export interface RestoreNotice {
   holds: RestoreHolds;
+  /** What the snapshot recorded, when the worker said. */
+  recorded: { head: string | null; tree: string | null; branch: string | null } | null;
   missing: RestoreMissing;
   /** The failure that sent the restore down the ladder (an error code), when known. */
   cause: string | null;
+  causeMessage: string | null;
+  /** Things a person should know about the worktree even where nothing is missing. */
+  warnings: { kind: string; message: string }[];
   nextStep: string;
   /** One sentence for the queue. */
   summary: string;
@@ -68,10 +73,21 @@ function list(value: Json): string[] {
 const OBJECT_ID = /^[0-9a-f]{40}([0-9a-f]{24})?$/i;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Sorts a flat list of missing entries (the early result form) into kinds. */
+/**
+ * Sorts a flat list of missing entries into kinds: the `kind:value` entries reportRestore
+ * takes (commit:, change-set:, path:, tree:), or bare values as early workers sent them.
+ */
 function classify(entries: string[], into: RestoreMissing): void {
   for (const entry of entries) {
-    if (OBJECT_ID.test(entry)) into.commits.push(entry);
+    const prefixed = /^(commit|change-?set|layer|patch|path|tree):(.+)$/i.exec(entry);
+    if (prefixed) {
+      const [, kind, value] = prefixed as unknown as [string, string, string];
+      const k = kind.toLowerCase();
+      if (k === "commit") into.commits.push(value);
+      else if (k === "path") into.paths.push(value);
+      else if (k === "tree") into.other.push(`recorded tree ${short(value)}`);
+      else into.changeSets.push(value);
+    } else if (OBJECT_ID.test(entry)) into.commits.push(entry);
     else if (UUID.test(entry) || /^(layer|patch|change-?set):/i.test(entry)) into.changeSets.push(entry);
     else if (/^bundle$|^manifest$/i.test(entry)) into.other.push(entry);
     else into.paths.push(entry);
@@ -155,5 +171,19 @@ export function describeRestoreResult(opts: {
         ? `Restored ${holds.head ? `commit ${short(holds.head)}` : `tree ${short(holds.tree)}`}${holds.basis ? ` (${holds.basis})` : ""}`
         : "Restored partly";
   const summary = `${held}; missing ${lacks.length > 0 ? lacks.join(", ") : "unknown content"}.`;
-  return { holds, missing, cause, nextStep, summary };
+  const recordedObj = record(first(result, ["recorded"]));
+  const recorded = recordedObj
+    ? {
+        head: text(first(recordedObj, ["head"])),
+        tree: text(first(recordedObj, ["tree", "treeId"])),
+        branch: text(first(recordedObj, ["branch"])),
+      }
+    : null;
+  const causeMessage = text(first(missingObj, ["causeMessage", "message"])) ?? text(first(result, ["causeMessage"]));
+  const rawWarnings = first(result, ["warnings"]);
+  const warnings = (Array.isArray(rawWarnings) ? rawWarnings : [])
+    .map((w) => record(w))
+    .filter((w): w is Record<string, Json> => w !== null)
+    .map((w) => ({ kind: text(w.kind) ?? "warning", message: text(w.message) ?? "" }));
+  return { holds, recorded, missing, cause, causeMessage, warnings, nextStep, summary };
 }

@@ -10,6 +10,8 @@ import { snapshotContentRouter } from "./routers/snapshot-content.ts";
 import { pinRouter } from "./routers/pin.ts";
 import { blobRouter } from "./routers/blob.ts";
 import { gcRouter } from "./routers/gc.ts";
+import { dashboardRouter } from "./routers/dashboard.ts";
+import { restoreRouter } from "./routers/restore.ts";
 
 export const appRouter = router({
   health: healthProcedure,
@@ -23,6 +25,8 @@ export const appRouter = router({
   pin: pinRouter,
   blob: blobRouter,
   gc: gcRouter,
+  dashboard: dashboardRouter,
+  restore: restoreRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,42 @@
+import { z } from "zod";
+import { collectResultSchema, retireSnapshotResultSchema } from "../../domain/content-views.ts";
+import { listAuditEvents, listAuditEventsInput } from "../../services/audit-log.ts";
+import { collectionOverview, runCollectionNow } from "../../services/collection-overview.ts";
+import { repositoryGraph, repositoryGraphInput } from "../../services/lineage-graph.ts";
+import { inspectPins, inspectPinsInput } from "../../services/pin-inspection.ts";
+import {
+  previewRetirement,
+  retireLineageByUser,
+  retireLineageByUserInput,
+  retirementSubjectInput,
+  retireSnapshotByUser,
+  retireSnapshotByUserInput,
+} from "../../services/retirement-preview.ts";
+import { snapshotDetail, snapshotDetailInput } from "../../services/snapshot-detail.ts";
+import { router, staffProcedure } from "../init.ts";
+
+const staff = staffProcedure(["operator", "support", "admin"]);
+/** Operators browse and retire; admins do everything. */
+const retirer = staffProcedure(["operator", "admin"]);
+const admin = staffProcedure(["admin"]);
+
+// The operator dashboard. Reads for every signed-in role; each mutation names its roles here,
+// on the server, whatever the pages show.
+export const dashboardRouter = router({
+  graph: staff.input(repositoryGraphInput).query(({ ctx, input }) => repositoryGraph(ctx.db, input)),
+  snapshot: staff.input(snapshotDetailInput).query(({ ctx, input }) => snapshotDetail(ctx.db, input)),
+  pins: staff.input(inspectPinsInput.prefault({})).query(({ ctx, input }) => inspectPins(ctx.db, input)),
+  audit: staff.input(listAuditEventsInput.prefault({})).query(({ ctx, input }) => listAuditEvents(ctx.db, input)),
+  collection: staff.query(({ ctx }) => collectionOverview(ctx.db)),
+
+  retirementPreview: retirer.input(retirementSubjectInput).query(({ ctx, input }) => previewRetirement(ctx.db, input)),
+  retireSnapshot: retirer
+    .input(retireSnapshotByUserInput)
+    .output(retireSnapshotResultSchema)
+    .mutation(({ ctx, input }) => retireSnapshotByUser(ctx.db, { ...input, user: ctx.user })),
+  retireLineage: retirer
+    .input(retireLineageByUserInput)
+    .output(z.object({ lineageId: z.string(), alreadyRetired: z.boolean(), retiredSnapshotIds: z.array(z.string()) }))
+    .mutation(({ ctx, input }) => retireLineageByUser(ctx.db, { ...input, user: ctx.user })),
+  runCollection: admin.output(collectResultSchema).mutation(({ ctx }) => runCollectionNow(ctx.db, { user: ctx.user })),
+});
