@@ -8,6 +8,7 @@ import { isPostgresClient, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import { chooseRestore, nextRungAfterFailure, type RestoreChoice, type Rung } from "../domain/restore-ladder.ts";
+import { restoreResultSchema } from "../domain/restore-result.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import {
   backendScopeSchema,
@@ -252,6 +253,8 @@ export const reportRestoreInput = z.discriminatedUnion("outcome", [
     /** What the worktree lacks (paths, layers, "bundle"…); at least one entry. */
     missing: z.array(z.string().trim().min(1).max(1000)).min(1).max(10_000),
     treeId: objectIdSchema.optional(),
+    /** The restore's full result (what the worktree holds, what is missing, the next step). */
+    detail: restoreResultSchema.optional(),
   }),
   z.object({
     ...restoreIdField,
@@ -260,6 +263,8 @@ export const reportRestoreInput = z.discriminatedUnion("outcome", [
       code: z.string().trim().min(1).max(100),
       message: z.string().trim().max(2000).default(""),
     }),
+    /** The restore's full result, when it got as far as deciding that nothing could be restored. */
+    detail: restoreResultSchema.optional(),
   }),
 ]);
 export type ReportRestoreInput = z.input<typeof reportRestoreInput>;
@@ -339,8 +344,12 @@ async function planOfRestore(tx: Db, restoreId: string): Promise<RestorePlan> {
 
 function resultOf(input: z.output<typeof reportRestoreInput>): Prisma.InputJsonValue {
   if (input.outcome === "restored") return { treeId: input.treeId ?? null };
-  if (input.outcome === "degraded") return { missing: input.missing, treeId: input.treeId ?? null };
-  return { error: input.error };
+  if (input.outcome === "degraded") {
+    return input.detail
+      ? { ...input.detail, treeId: input.treeId ?? null }
+      : { missing: input.missing, treeId: input.treeId ?? null };
+  }
+  return input.detail ? { error: input.error, detail: input.detail } : { error: input.error };
 }
 
 /**
