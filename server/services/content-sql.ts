@@ -19,6 +19,12 @@ export interface Dialect {
   list(count: number, from?: number): string;
   /** A row-lock suffix (PostgreSQL) or nothing (SQLite). */
   lock(mode: "update" | "share" | "update skip locked"): string;
+  /**
+   * SQLite's planner has no statistics and picks `layers_state_idx` for "state = 'available'"
+   * over the far more selective index a query is written for, which turns a probe into a scan.
+   * `INDEXED BY` pins the index there; PostgreSQL's planner needs no help.
+   */
+  indexedBy(index: string): string;
 }
 
 export function dialect(db: Db): Dialect {
@@ -29,6 +35,7 @@ export function dialect(db: Db): Dialect {
     p,
     list: (count, from = 1) => `(${Array.from({ length: count }, (_, i) => p(from + i)).join(", ")})`,
     lock: (mode) => (pg ? ` FOR ${mode.toUpperCase()}` : ""),
+    indexedBy: (index) => (pg ? "" : ` INDEXED BY ${index}`),
   };
 }
 

@@ -344,9 +344,11 @@ async function deleteUnneededBlobs(
 async function leafCandidates(db: Db, cursor: string, limit: number): Promise<string[]> {
   const sql = dialect(db);
   const rows = await db.$queryRawUnsafe<{ uuid: string }[]>(
-    `SELECT l.uuid FROM layers l WHERE l.state = 'available' AND l.uuid > ${sql.p(1)} ` +
+    `SELECT l.uuid FROM layers l${sql.indexedBy("sqlite_autoindex_layers_1")} ` +
+      `WHERE l.state = 'available' AND l.uuid > ${sql.p(1)} ` +
       `AND NOT EXISTS (SELECT 1 FROM snapshot_heads h WHERE h.layer_uuid = l.uuid) ` +
-      `AND NOT EXISTS (SELECT 1 FROM layers c WHERE c.parent_uuid = l.uuid AND c.state = 'available') ` +
+      `AND NOT EXISTS (SELECT 1 FROM layers c${sql.indexedBy("layers_parent_uuid_idx")} ` +
+      `WHERE c.parent_uuid = l.uuid AND c.state = 'available') ` +
       `ORDER BY l.uuid LIMIT ${sql.p(2)}`,
     cursor,
     limit,
@@ -387,7 +389,8 @@ async function markRound(
   );
   const childrenOf = new Map<string, string[]>();
   const children = await tx.$queryRawUnsafe<{ uuid: string; parent_uuid: string }[]>(
-    `SELECT uuid, parent_uuid FROM layers WHERE state = 'available' AND parent_uuid IN ${list}`,
+    `SELECT uuid, parent_uuid FROM layers${sql.indexedBy("layers_parent_uuid_idx")} ` +
+      `WHERE state = 'available' AND parent_uuid IN ${list}`,
     ...ids,
   );
   for (const c of children) childrenOf.set(c.parent_uuid, [...(childrenOf.get(c.parent_uuid) ?? []), c.uuid]);
