@@ -4,7 +4,14 @@ import { openCatalog } from "../db/client.ts";
 import { describeEachDatabase } from "../db/test-databases.ts";
 import type { LayerDescriptor } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
-import { collectGarbage, GC_LEASE, listCollectionRuns, type CollectOptions } from "./gc.ts";
+import {
+  collectGarbage,
+  GC_LEASE,
+  listCollectionRuns,
+  scheduleCollection,
+  type CollectOptions,
+  type CollectResult,
+} from "./gc.ts";
 import { publishSnapshot } from "./layers.ts";
 import { pinSnapshot, releasePin } from "./pins.ts";
 import { retireSnapshot } from "./retirement.ts";
@@ -254,6 +261,27 @@ describeEachDatabase("garbage collection", (catalog) => {
     } finally {
       if (other !== catalog()) await other.close();
     }
+  });
+
+  it("runs on a schedule when due, skips when not, and stops cleanly", async () => {
+    await db().collectionRun.updateMany({ data: { finishedAt: new Date(Date.now() - 2 * HOUR * 1000) } });
+    const results: CollectResult[] = [];
+    const schedule = scheduleCollection(db(), {
+      checkSeconds: 0.05,
+      intervalSeconds: HOUR,
+      onResult: (r) => results.push(r),
+      onError: (e) => {
+        throw e;
+      },
+    });
+    const deadline = Date.now() + 15_000;
+    while (results.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await schedule.stop();
+    expect(results[0]!.status).toBe("finished");
+    expect(results.slice(1).every((r) => r.status === "skipped" && r.reason === "not-due")).toBe(true);
+    const settled = results.length;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(results.length).toBe(settled);
   });
 
   it("never runs two collections at once, even when forced", async () => {

@@ -649,3 +649,48 @@ export async function listCollectionRuns(db: Db, opts: { limit?: number } = {}) 
   const runs = await db.collectionRun.findMany({ orderBy: { startedAt: "desc" }, take: opts.limit ?? 50 });
   return runs.map((r) => ({ ...r, bytesFreed: toNumber(r.bytesFreed) }));
 }
+
+export interface CollectionSchedule {
+  /** Stops scheduling, aborts a run in progress at its next batch, and waits for it. */
+  stop(): Promise<void>;
+}
+
+/**
+ * For long-running processes (the worker): tries a collection every `checkSeconds`; one runs
+ * whenever the last finished one is `intervalSeconds` old, in at most one process at a time.
+ * The timers never keep an otherwise idle process alive.
+ */
+export function scheduleCollection(
+  db: Db,
+  opts: Omit<CollectOptions, "force" | "signal"> & {
+    checkSeconds?: number;
+    onResult?: (result: CollectResult) => void;
+    onError?: (error: unknown) => void;
+  } = {},
+): CollectionSchedule {
+  const controller = new AbortController();
+  const { checkSeconds = 60, onResult, onError, ...collect } = opts;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let current: Promise<void> = Promise.resolve();
+  const arm = (seconds: number) => {
+    if (controller.signal.aborted) return;
+    timer = setTimeout(tick, seconds * 1000);
+    timer.unref?.();
+  };
+  function tick() {
+    current = collectGarbage(db, { ...collect, signal: controller.signal })
+      .then(
+        (result) => onResult?.(result),
+        (error: unknown) => onError?.(error),
+      )
+      .finally(() => arm(checkSeconds));
+  }
+  arm(0);
+  return {
+    stop: async () => {
+      controller.abort();
+      if (timer) clearTimeout(timer);
+      await current;
+    },
+  };
+}
