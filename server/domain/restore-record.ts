@@ -190,6 +190,7 @@ function checkPatches(m: Obj, length: 40 | 64, format: "sha1" | "sha256"): void 
 function checkBundle(m: Obj, length: 40 | 64): void {
   if (m.bundle === null) return;
   if (!isObj(m.bundle)) throw invalid("bundle", "not an object");
+  if (m.bundle.uuid !== undefined) uuid(m.bundle.uuid, "bundle.uuid");
   digest(m.bundle.digest, "bundle.digest");
   const commits = list(m.bundle.commits, "bundle.commits", 100_000);
   if (commits.length === 0) throw invalid("bundle.commits", "empty");

@@ -4,6 +4,7 @@
 // The kinds follow the capture tests: a working copy with everything in it, a patch chain,
 // unpushed commits, a secret in unpushed history (pushed later), a detached HEAD without
 // remotes, credentials in remote URLs, a submodule, size limits, and an unborn branch.
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
 import { captureCheckout, type CaptureOptions } from "./capture.ts";
@@ -32,6 +33,14 @@ export async function captureInto(
   return result.manifest;
 }
 
+/**
+ * A repository with one commit whose content is unique to this call, so commits, bundles and
+ * patches of two fixtures never share bytes (tests damage blobs by digest).
+ */
+function fresh(files: Record<string, string | Buffer>): string {
+  return initRepository({ ...files, ".fixture": `${randomUUID()}\n` });
+}
+
 async function once(root: string, options: CaptureOptions = {}): Promise<CapturedCheckout> {
   const blobs = new Map<string, Buffer>();
   return { root, manifest: await captureInto(root, blobs, options), blobs, earlier: [] };
@@ -41,7 +50,7 @@ async function once(root: string, options: CaptureOptions = {}): Promise<Capture
 export const FAKE_SECRET = `FAKE-SECRET-${Math.random().toString(36).slice(2)}-NOT-A-REAL-KEY`;
 
 async function everything(): Promise<CapturedCheckout> {
-  const root = initRepository({
+  const root = fresh({
     "README.md": "hello\n",
     "bin/tool.sh": "#!/bin/sh\necho tool\n",
     "data/blob.bin": Buffer.from([0, 1, 2, 3, 255, 254, 0, 10, 13]),
@@ -84,23 +93,24 @@ async function everything(): Promise<CapturedCheckout> {
 }
 
 async function patchChain(): Promise<CapturedCheckout> {
-  const root = initRepository({ "a.txt": "a\n", "b.txt": "b\n", "dir/c.txt": "c\n" });
+  const root = fresh({ "a.txt": "a\n", "b.txt": "b\n", "dir/c.txt": "c\n" });
   addOrigin(root);
   const blobs = new Map<string, Buffer>();
   const earlier: CaptureManifest[] = [];
-  write(root, "a.txt", "a changed\n");
+  const nonce = randomUUID();
+  write(root, "a.txt", `a changed ${nonce}\n`);
   earlier.push(await captureInto(root, blobs));
-  write(root, "b.txt", "b changed\n");
-  write(root, "new.txt", "new file\n");
+  write(root, "b.txt", `b changed ${nonce}\n`);
+  write(root, "new.txt", `new file ${nonce}\n`);
   earlier.push(await captureInto(root, blobs, { previous: earlier.at(-1) }));
   remove(root, "dir/c.txt");
-  write(root, "a.txt", "a changed twice\n");
+  write(root, "a.txt", `a changed twice ${nonce}\n`);
   const manifest = await captureInto(root, blobs, { previous: earlier.at(-1) });
   return { root, manifest, blobs, earlier };
 }
 
 async function unpushedCommits(): Promise<CapturedCheckout> {
-  const root = initRepository({ "a.txt": "a\n" });
+  const root = fresh({ "a.txt": "a\n" });
   addOrigin(root);
   write(root, "a.txt", "a, committed locally\n");
   commitAll(root, "local one");
@@ -111,7 +121,7 @@ async function unpushedCommits(): Promise<CapturedCheckout> {
 }
 
 async function secretPushedLater(): Promise<CapturedCheckout> {
-  const root = initRepository({ "a.txt": "a\n" });
+  const root = fresh({ "a.txt": "a\n" });
   addOrigin(root);
   write(root, "config/.env", `SECRET=${FAKE_SECRET}\n`);
   commitAll(root, "a secret, unpushed");
@@ -126,7 +136,7 @@ async function secretPushedLater(): Promise<CapturedCheckout> {
 }
 
 async function detachedWithoutRemotes(): Promise<CapturedCheckout> {
-  const root = initRepository({ "a.txt": "a\n" });
+  const root = fresh({ "a.txt": "a\n" });
   write(root, "a.txt", "a2\n");
   commitAll(root, "second");
   git(root, ["checkout", "--quiet", "--detach", "HEAD~1"]);
@@ -135,7 +145,7 @@ async function detachedWithoutRemotes(): Promise<CapturedCheckout> {
 }
 
 async function credentialRemotes(): Promise<CapturedCheckout> {
-  const root = initRepository({ "a.txt": "a\n" });
+  const root = fresh({ "a.txt": "a\n" });
   git(root, ["remote", "add", "origin", `https://x-access-token:${FAKE_SECRET}@example.invalid/acme/app.git`]);
   git(root, ["remote", "add", "mirror", "git@example.invalid:acme/app.git"]);
   write(root, "a.txt", "changed\n");
@@ -143,8 +153,8 @@ async function credentialRemotes(): Promise<CapturedCheckout> {
 }
 
 async function submodule(): Promise<CapturedCheckout> {
-  const library = initRepository({ "lib.txt": "library\n" });
-  const root = initRepository({ "app.txt": "app\n" });
+  const library = fresh({ "lib.txt": "library\n" });
+  const root = fresh({ "app.txt": "app\n" });
   addOrigin(root);
   git(root, ["-c", "protocol.file.allow=always", "submodule", "add", "--quiet", `file://${library}`, "lib"]);
   commitAll(root, "add submodule");
@@ -155,7 +165,7 @@ async function submodule(): Promise<CapturedCheckout> {
 }
 
 async function limits(): Promise<CapturedCheckout> {
-  const root = initRepository({ "tracked.txt": "small\n" });
+  const root = fresh({ "tracked.txt": "small\n" });
   addOrigin(root);
   write(root, "tracked.txt", "x".repeat(2000));
   write(root, "a-new.txt", "y".repeat(300));
