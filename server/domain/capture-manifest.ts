@@ -63,6 +63,8 @@ export const patchLinkSchema = z.object({
 export type PatchLink = z.infer<typeof patchLinkSchema>;
 
 export const bundleRecordSchema = z.object({
+  /** The bundle's layer; a bundle reused by a later capture keeps its uuid. */
+  uuid: z.uuid(),
   digest: blobDigestSchema,
   size: z.number().int().nonnegative(),
   /** The unpushed commits it carries, newest first. */

@@ -2,7 +2,7 @@
 // commits travel with the snapshot. The deny-list guarantee is enforced here: when an unpushed
 // commit adds or changes a denied path, no bundle is made and `omitted` names the commits and
 // paths (the secret is in history only this machine has; pushing it is the user's decision).
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { BundleRecord, CaptureManifest, OmittedEntry } from "../domain/capture-manifest.ts";
 import { pathsTouchedBy, unpushedBundle, unpushedCommits } from "./commands.ts";
 import { deniedPathRule } from "./deny-list.ts";
@@ -89,5 +89,5 @@ export async function bundleUnpushed(
     };
   }
   const digest = createHash("sha256").update(bytes).digest("hex");
-  return { bundle: { digest, size: bytes.length, commits }, bytes, omitted: [] };
+  return { bundle: { uuid: randomUUID(), digest, size: bytes.length, commits }, bytes, omitted: [] };
 }

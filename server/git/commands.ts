@@ -412,3 +412,12 @@ export function attributeFilesIn(indexFile: string): GitCommand<string[]> {
 export function treeOf(commit: string): GitCommand<string> {
   return { args: ["rev-parse", "--verify", `${oidArg(commit)}^{tree}`], parse: oneObjectId("rev-parse") };
 }
+
+/** Where a symbolic ref points (full name), or null when it is not one. */
+export function symbolicRefTarget(name: string): GitCommand<string | null> {
+  return {
+    args: ["symbolic-ref", "--quiet", refArg(name)],
+    okExitCodes: [0, 1, 128],
+    parse: (out) => (out.exitCode === 0 ? decodeUtf8(out.stdout).trim() || null : null),
+  };
+}
