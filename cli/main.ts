@@ -3,6 +3,7 @@ import { ZodError } from "zod";
 import { ConfigError } from "../server/config.ts";
 import { StrataError } from "../server/domain/errors.ts";
 import { registerAgent } from "./commands/agent.ts";
+import { registerCapture } from "./commands/capture.ts";
 import { registerGc } from "./commands/gc.ts";
 import { registerMigrate } from "./commands/migrate.ts";
 import { registerServe } from "./commands/serve.ts";
@@ -19,6 +20,7 @@ const program = new Command()
 registerServe(program);
 registerMigrate(program);
 registerAgent(program);
+registerCapture(program);
 registerGc(program);
 registerSweep(program);
 registerUser(program);

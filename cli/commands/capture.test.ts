@@ -1,0 +1,67 @@
+// `strata capture` as an agent runs it, against a catalog of each kind: real process, real exit codes.
+import { spawnSync } from "node:child_process";
+import { afterAll, describe, expect, it } from "vitest";
+import { describeEachDatabase } from "../../server/db/test-databases.ts";
+import { initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../../server/git/test-repos.ts";
+import { makeAgent, uniqueName } from "../../server/services/test-lineage.ts";
+
+afterAll(removeTemporaryDirectories);
+
+function strata(args: string[], env: Record<string, string>) {
+  const run = spawnSync(process.execPath, ["cli/strata.mjs", "capture", ...args], {
+    encoding: "utf8",
+    env: { NODE_ENV: "test", PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    timeout: 60_000,
+  });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describeEachDatabase("strata capture", (catalog) => {
+  it("appends a checkpoint, then finds it unchanged; exit codes tell failures apart", async () => {
+    const db = catalog().db;
+    const { token } = await makeAgent(db);
+    const env = { DATABASE_URL: catalog().url, STRATA_TOKEN: token };
+    const root = initRepository({ "a.txt": "a\n" });
+    write(root, "a.txt", "changed\n");
+    const repository = `example.invalid/${uniqueName("cli")}`;
+    const args = [root, "--context", uniqueName("wc"), "--repository", repository, "--json"];
+
+    const first = strata(args, env);
+    expect(first.code).toBe(0);
+    const result = JSON.parse(first.stdout) as { outcome: string; snapshotId: string };
+    expect(result.outcome).toBe("appended");
+    expect((await db.snapshot.findUniqueOrThrow({ where: { id: result.snapshotId } })).state).toBe("ready");
+
+    const second = strata(args, env);
+    expect(second.code).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ outcome: "unchanged", snapshotId: result.snapshotId });
+
+    const dirty = strata([root, "--baseline", "--repository", repository], env);
+    expect(dirty.code).toBe(6);
+    expect(dirty.stderr).toContain("EVIDENCE_INVALID");
+
+    const badToken = strata([root, "--context", "x", "--repository", repository], {
+      ...env,
+      STRATA_TOKEN: "strata_bad",
+    });
+    expect(badToken.code).toBe(8);
+  }, 180_000);
+});
+
+describe("strata capture before any catalog is involved", () => {
+  it("exits 5 outside a repository, 2 on usage errors and 7 when the server cannot be reached", () => {
+    const env = { STRATA_DATA_DIR: temporaryDirectory(), STRATA_TOKEN: "strata_unused" };
+    const outside = strata([temporaryDirectory(), "--context", "x", "--repository", "r", "--json"], env);
+    expect(outside.code).toBe(5);
+    expect(JSON.parse(outside.stdout)).toMatchObject({ outcome: "failed", error: { code: "NOT_A_REPOSITORY" } });
+
+    const root = initRepository();
+    expect(strata([root, "--repository", "r"], env).code).toBe(2);
+    const unreachable = strata([root, "--context", "x", "--repository", "r"], {
+      ...env,
+      STRATA_SERVER_URL: "http://127.0.0.1:9",
+    });
+    expect(unreachable.code).toBe(7);
+    expect(unreachable.stderr).toContain("BLOB_STORE_FAILED");
+  }, 120_000);
+});

@@ -1,0 +1,234 @@
+import type { Command } from "commander";
+import { StrataError, isStrataError, type ErrorCode } from "../../server/domain/errors.ts";
+import type { AgentScope } from "../../server/domain/scope.ts";
+import { trustAgent } from "../../server/domain/scope.ts";
+import { describeCheckout } from "../../server/git/checkout-info.ts";
+import { authenticateAgent, listAgents } from "../../server/services/agents.ts";
+import {
+  captureAndPublish,
+  localCatalog,
+  type CapturePublishOptions,
+  type CapturePublishResult,
+  type CapturePublishStep,
+  type CatalogPort,
+  type CapturePublishTarget,
+} from "../../server/services/capture-publish.ts";
+import type { Db } from "../../server/db/client.ts";
+import { CliError, EXIT, emit, progress, progressDone } from "../output.ts";
+import { remoteCatalog } from "../strata-client.ts";
+import { withCatalog } from "./agent.ts";
+
+/**
+ * Exit codes of `strata capture`, beyond the shared ones (0 ok, 1 failure, 2 usage, 3 config,
+ * 4 database): what went wrong decides what a script should do next.
+ */
+export const CAPTURE_EXIT = {
+  ...EXIT,
+  /** Nothing could be captured: not a repository, git missing, a path that cannot be read. */
+  NOT_CAPTURED: 5,
+  /** The catalog refused: evidence invalid, a newer baseline, a lost fence, a retired lineage. */
+  REFUSED: 6,
+  /** The catalog could not be reached or did not store the content; nothing was recorded. */
+  STORAGE: 7,
+  /** The agent token (or --agent) was not accepted. */
+  UNAUTHORIZED: 8,
+} as const;
+
+export function exitCodeFor(code: ErrorCode): number {
+  switch (code) {
+    case "NOT_A_REPOSITORY":
+    case "GIT_UNAVAILABLE":
+    case "UNREADABLE_PATH":
+    case "GIT_FAILED":
+    case "TIMEOUT":
+      return CAPTURE_EXIT.NOT_CAPTURED;
+    case "EVIDENCE_INVALID":
+    case "BASELINE_STALE":
+    case "FENCE_LOST":
+    case "SNAPSHOT_RETIRED":
+    case "CONFLICT":
+      return CAPTURE_EXIT.REFUSED;
+    case "BLOB_STORE_FAILED":
+    case "BLOB_MISSING":
+    case "BLOB_CORRUPT":
+    case "UNAVAILABLE":
+      return CAPTURE_EXIT.STORAGE;
+    case "UNAUTHORIZED":
+    case "FORBIDDEN":
+      return CAPTURE_EXIT.UNAUTHORIZED;
+    case "INVALID_INPUT":
+      return CAPTURE_EXIT.USAGE;
+    default:
+      return CAPTURE_EXIT.FAILURE;
+  }
+}
+
+interface CaptureCliOptions {
+  context?: string;
+  baseline?: boolean;
+  canonicalRef?: string;
+  remote?: string;
+  repository?: string;
+  backend: string;
+  baseImage: string;
+  server?: string;
+  agent?: string;
+  untracked: boolean;
+  maxFileBytes?: string;
+  maxSnapshotBytes?: string;
+  fullEvery?: string;
+  json?: boolean;
+}
+
+function positiveInteger(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new CliError(`--${name} must be a positive integer`, EXIT.USAGE);
+  return n;
+}
+
+const STEPS: Record<CapturePublishStep, string> = {
+  lookup: "looking up the current head",
+  evidence: "fetching and validating the canonical branch",
+  capture: "capturing",
+  upload: "uploading",
+  publish: "publishing",
+  layers: "registering layers",
+};
+
+function bar(done: number, total: number): string {
+  const width = 20;
+  const filled = total === 0 ? width : Math.round((done / total) * width);
+  return `[${"#".repeat(filled)}${"-".repeat(width - filled)}]`;
+}
+
+function showProgress(step: CapturePublishStep, detail?: { done: number; total: number; bytes: number }): void {
+  if (step === "upload" && detail) {
+    const mib = (detail.bytes / (1024 * 1024)).toFixed(1);
+    progress(
+      `strata: ${STEPS.upload} ${bar(detail.done, detail.total)} ${detail.done}/${detail.total} blobs, ${mib} MiB`,
+    );
+  } else {
+    progress(`strata: ${STEPS[step]}…`);
+  }
+}
+
+/** With the local database: the agent a token proves, or the one --agent names. */
+async function localAgent(db: Db, name: string | undefined): Promise<AgentScope> {
+  const token = process.env.STRATA_TOKEN;
+  if (token) {
+    const agent = await authenticateAgent(db, `Bearer ${token}`);
+    if (!agent) throw new StrataError("UNAUTHORIZED", "STRATA_TOKEN is not a valid agent token for this catalog.");
+    return agent;
+  }
+  if (!name) {
+    throw new CliError("name the agent to capture as: --agent NAME, or set STRATA_TOKEN", EXIT.USAGE);
+  }
+  const agent = (await listAgents(db)).find((a) => a.name === name);
+  if (!agent) throw new StrataError("UNAUTHORIZED", `There is no agent named ${JSON.stringify(name)}.`);
+  // Whoever can open the catalog file may act as any of its agents.
+  return trustAgent(agent.id, agent.name);
+}
+
+async function targetFor(dir: string, opts: CaptureCliOptions): Promise<CapturePublishTarget> {
+  if (Boolean(opts.context) === Boolean(opts.baseline)) {
+    throw new CliError("choose one: --context <id> (a checkpoint) or --baseline", EXIT.USAGE);
+  }
+  const checkout = await describeCheckout(dir);
+  const identity = opts.repository ?? checkout.identity;
+  if (!identity) {
+    throw new CliError(
+      "the checkout has no remote to name its repository by: pass --repository <identity>",
+      EXIT.USAGE,
+    );
+  }
+  const where = { repository: { identity }, backendKind: opts.backend, baseImage: opts.baseImage };
+  if (opts.context) return { kind: "checkpoint", key: { ...where, workContextId: opts.context } };
+  return {
+    kind: "baseline",
+    key: { ...where, canonicalRef: opts.canonicalRef ?? checkout.remoteDefaultBranch ?? "main" },
+    remote: opts.remote,
+  };
+}
+
+function describe(result: CapturePublishResult): string {
+  const what = result.target === "checkpoint" ? "checkpoint" : "baseline";
+  const head = result.manifest.head?.slice(0, 12) ?? "(no commit)";
+  const lines = [
+    result.outcome === "unchanged"
+      ? `Unchanged: ${what} ${result.snapshotId} already holds this state (HEAD ${head}).`
+      : `${result.outcome === "appended" ? "Appended" : "Published"} ${what} ${result.snapshotId}: ` +
+        `HEAD ${head}, tree ${result.manifest.tree.slice(0, 12)}, ${result.manifest.patches.length} patch(es), ` +
+        `${result.manifest.bundle ? `a bundle of ${result.manifest.bundle.commits.length} unpushed commit(s)` : "no bundle"}; ` +
+        `uploaded ${result.uploaded.blobs} blob(s), ${result.uploaded.bytes} bytes.`,
+  ];
+  const omitted = result.manifest.omitted;
+  if (omitted.length > 0) {
+    const byReason = new Map<string, number>();
+    for (const o of omitted) byReason.set(o.reason, (byReason.get(o.reason) ?? 0) + 1);
+    lines.push(`Left out: ${[...byReason].map(([reason, n]) => `${n} ${reason}`).join(", ")}.`);
+  }
+  if (!result.layers.registered) {
+    lines.push(`Warning: the content was stored but not registered as layers (${result.layers.error.code}).`);
+  }
+  return lines.join("\n");
+}
+
+export function registerCapture(program: Command): void {
+  program
+    .command("capture")
+    .argument("[dir]", "a directory inside the git checkout", ".")
+    .description("capture a git checkout and publish it: a checkpoint of a work context, or a baseline")
+    .option("--context <id>", "append a checkpoint to this work context's lineage")
+    .option("--baseline", "publish a baseline of the canonical branch (fetched and validated first)")
+    .option("--canonical-ref <branch>", "the canonical branch for --baseline (default: the remote's HEAD, else main)")
+    .option("--remote <name>", "the remote to fetch the canonical branch from")
+    .option("--repository <identity>", "the repository's identity (default: host/path of its origin remote)")
+    .option("--backend <kind>", "the backend kind of the key", process.env.STRATA_BACKEND_KIND || "local")
+    .option("--base-image <id>", "the base image of the key", process.env.STRATA_BASE_IMAGE || "none")
+    .option("--server <url>", "publish to this Strata server with $STRATA_TOKEN (default: $STRATA_SERVER_URL)")
+    .option("--agent <name>", "with the local database and no $STRATA_TOKEN: capture as this agent")
+    .option("--no-untracked", "leave untracked files out")
+    .option("--max-file-bytes <n>", "leave out files larger than this")
+    .option("--max-snapshot-bytes <n>", "leave out content beyond this in total")
+    .option("--full-every <n>", "restart the patch chain after this many links")
+    .option("--json", "print the result as JSON")
+    .action(async (dir: string, opts: CaptureCliOptions) => {
+      const json = Boolean(opts.json);
+      try {
+        const target = await targetFor(dir, opts);
+        const options: Omit<CapturePublishOptions, "target"> = {
+          dir,
+          capture: {
+            includeUntracked: opts.untracked,
+            maxFileBytes: positiveInteger(opts.maxFileBytes, "max-file-bytes"),
+            maxSnapshotBytes: positiveInteger(opts.maxSnapshotBytes, "max-snapshot-bytes"),
+            fullEvery: positiveInteger(opts.fullEvery, "full-every"),
+          },
+          onProgress: showProgress,
+        };
+        const server = opts.server ?? process.env.STRATA_SERVER_URL;
+        const run = (port: CatalogPort) => captureAndPublish(port, { ...options, target });
+        let result: CapturePublishResult;
+        if (server) {
+          const token = process.env.STRATA_TOKEN;
+          if (!token) throw new CliError("publishing to a server needs an agent token in STRATA_TOKEN", EXIT.USAGE);
+          result = await run(remoteCatalog({ url: server, token }));
+        } else {
+          result = await withCatalog(async (db) => run(localCatalog(db, await localAgent(db, opts.agent))));
+        }
+        if (!json) progressDone(`strata: ${result.outcome}`);
+        emit(json, result, describe(result));
+      } catch (error) {
+        if (!isStrataError(error)) throw error;
+        if (json) emit(true, { outcome: "failed", error: error.toJSON() }, "");
+        else {
+          progressDone(`strata: capture failed`);
+          process.stderr.write(
+            `strata: ${error.message} [${error.code}]\n${error.hint ? `  hint: ${error.hint}\n` : ""}`,
+          );
+        }
+        process.exitCode = exitCodeFor(error.code);
+      }
+    });
+}
