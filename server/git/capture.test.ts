@@ -284,6 +284,23 @@ describe("capture over time", () => {
   });
 });
 
+describe("a repository without commits", () => {
+  it("records the working tree against the empty tree", async () => {
+    const root = temporaryDirectory();
+    git(root, ["init", "--quiet", "--initial-branch=main"]);
+    write(root, "first.txt", "before any commit\n");
+    write(root, "staged.txt", "staged\n");
+    git(root, ["add", "staged.txt"]);
+    write(root, ".env", `${SECRET}\n`);
+    const { manifest, artifacts } = await capture(root, { snapshotRef: { workContext: "unborn" } });
+    expect(manifest).toMatchObject({ head: null, branch: "main", bundle: null });
+    expect(manifest.patches.map((p) => p.kind)).toEqual(["full"]);
+    expect(treeFromPatches(root, manifest, artifacts)).toBe(manifest.tree);
+    expect(omittedAs(manifest, "denied")).toEqual([".env"]);
+    expect(allBytes(artifacts).includes(SECRET)).toBe(false);
+  });
+});
+
 describe("history that has not been pushed", () => {
   it("leaves the bundle out when an unpushed commit adds a secret, naming commits and paths", async () => {
     const root = initRepository({ "a.txt": "a\n" });
