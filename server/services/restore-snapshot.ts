@@ -112,7 +112,7 @@ export async function loadCaptureManifest(
   source: BlobSource,
   snapshot: SnapshotRef,
   signal?: AbortSignal,
-): Promise<unknown> {
+): Promise<{ digest: string; manifest: unknown }> {
   const queue = [snapshot.manifestDigest, ...snapshot.manifest.blobDigests].filter(
     (d): d is string => typeof d === "string" && /^[0-9a-f]{64}$/.test(d),
   );
@@ -132,7 +132,7 @@ export async function loadCaptureManifest(
       }
       throw error;
     }
-    if (isCaptureManifest(value, snapshot.manifest.treeId)) return value;
+    if (isCaptureManifest(value, snapshot.manifest.treeId)) return { digest, manifest: value };
     // The short form: [treeId, head, branch, blobDigests, sizeBytes].
     if (Array.isArray(value) && Array.isArray(value[3])) {
       for (const d of value[3] as unknown[]) if (typeof d === "string") queue.push(d);
@@ -195,7 +195,7 @@ export async function restoreSnapshot(port: RestorePort, opts: RestoreSnapshotOp
     });
   }
   try {
-    const manifest = await loadCaptureManifest(port, snapshot, opts.signal);
+    const { manifest } = await loadCaptureManifest(port, snapshot, opts.signal);
     const candidates = await earlierCommits(port, snapshot);
     const report = await restoreWorktree({ snapshotId: snapshot.id, manifest }, opts.into, {
       ...opts,
