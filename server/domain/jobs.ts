@@ -1,0 +1,129 @@
+// Jobs: what a worker process runs. Capture and restore jobs are addressed to the host whose
+// disk holds the checkout; sweep and gc are maintenance any worker may run. States are ordered
+//   created < retry < active < completed | cancelled | failed
+// and the database enforces each state's shape (CHECK constraints); every move is a conditional
+// update from the state the mover saw.
+import { z } from "zod";
+
+export const JOB_KINDS = ["capture", "restore", "sweep", "gc"] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+export const HOST_JOB_KINDS = ["capture", "restore"] as const satisfies readonly JobKind[];
+export const MAINTENANCE_JOB_KINDS = ["sweep", "gc"] as const satisfies readonly JobKind[];
+
+export const JOB_STATES = ["created", "retry", "active", "completed", "cancelled", "failed"] as const;
+export type JobState = (typeof JOB_STATES)[number];
+/** States a worker may claim from. */
+export const CLAIMABLE_STATES = ["created", "retry"] as const satisfies readonly JobState[];
+/** States a job never leaves. */
+export const FINAL_STATES = ["completed", "cancelled", "failed"] as const satisfies readonly JobState[];
+/** States a cancel applies to. */
+export const CANCELLABLE_STATES = ["created", "retry", "active"] as const satisfies readonly JobState[];
+
+export function isFinalState(state: string): boolean {
+  return (FINAL_STATES as readonly string[]).includes(state);
+}
+
+/** A worker host name: it names a queue and appears in logs, so it is kept plain. */
+export const hostNameSchema = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "letters, digits, '.', '_' and '-', starting with a letter or digit");
+
+export interface RetryPolicy {
+  /** Claims allowed in all (the first run counts). */
+  maxAttempts: number;
+  /** The delay before the second attempt; it doubles for each later one… */
+  backoffMs: number;
+  /** …up to this. */
+  backoffMaxMs: number;
+  /** A claim not renewed for this long is presumed dead and the job is handed out again. */
+  leaseSeconds: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 5,
+  backoffMs: 2_000,
+  backoffMaxMs: 5 * 60_000,
+  leaseSeconds: 60,
+};
+
+export const retryPolicySchema = z.object({
+  maxAttempts: z.number().int().min(1).max(100),
+  backoffMs: z
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 60 * 60_000),
+  backoffMaxMs: z
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 60 * 60_000),
+  leaseSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 60 * 60),
+});
+
+/**
+ * The wait before the next attempt after `attempt` failed: exponential, capped, and jittered
+ * into its upper half so that jobs failing together do not come back together.
+ */
+export function retryDelayMs(
+  policy: Pick<RetryPolicy, "backoffMs" | "backoffMaxMs">,
+  attempt: number,
+  random = Math.random,
+): number {
+  const exponent = Math.min(Math.max(attempt - 1, 0), 30);
+  const ceiling = Math.min(policy.backoffMaxMs, policy.backoffMs * 2 ** exponent);
+  return Math.round(ceiling / 2 + (ceiling / 2) * random());
+}
+
+/** Where a finished job landed, as a worker reports it. */
+export interface JobFailure {
+  code: string;
+  message: string;
+  /** False sends the job straight to `failed`, whatever attempts remain. */
+  retryable: boolean;
+}
+
+export interface JobView {
+  id: string;
+  kind: JobKind;
+  host: string | null;
+  agentId: string | null;
+  state: JobState;
+  data: unknown;
+  progress: unknown;
+  result: unknown;
+  error: { code: string; message: string } | null;
+  attempts: number;
+  maxAttempts: number;
+  runAfter: Date;
+  claimedBy: string | null;
+  leaseExpiresAt: Date | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export const jobViewSchema = z.object({
+  id: z.string(),
+  kind: z.enum(JOB_KINDS),
+  host: z.string().nullable(),
+  agentId: z.string().nullable(),
+  state: z.enum(JOB_STATES),
+  data: z.unknown(),
+  progress: z.unknown(),
+  result: z.unknown(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  attempts: z.number().int(),
+  maxAttempts: z.number().int(),
+  runAfter: z.date(),
+  claimedBy: z.string().nullable(),
+  leaseExpiresAt: z.date().nullable(),
+  createdAt: z.date(),
+  startedAt: z.date().nullable(),
+  finishedAt: z.date().nullable(),
+}) satisfies z.ZodType<JobView>;

@@ -1,0 +1,36 @@
+// Opens the job queue of a catalog: the jobs table on SQLite, pg-boss on PostgreSQL.
+import type { CatalogHandle, Db, DatabaseKind } from "../db/client.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../domain/jobs.ts";
+import { pgBossDelivery, startPgBoss } from "./pg-boss-delivery.ts";
+import { JobQueue, tableDelivery } from "./queue.ts";
+
+export interface OpenJobQueueOptions {
+  /**
+   * A worker needs pg-boss started (its schema installed, its own pool for maintenance); a
+   * process that only enqueues, reads and cancels does not.
+   */
+  worker?: boolean;
+  retry?: Partial<RetryPolicy>;
+}
+
+/** A queue over a catalog. On PostgreSQL with `worker`, this installs pg-boss's schema if missing. */
+export async function openJobQueue(
+  catalog: Pick<CatalogHandle, "db" | "kind" | "url">,
+  opts: OpenJobQueueOptions = {},
+): Promise<JobQueue> {
+  const defaults = retryDefaults(opts.retry);
+  if (catalog.kind === "sqlite")
+    return new JobQueue(catalog.db, "sqlite", tableDelivery(catalog.db, "sqlite"), defaults);
+  const boss = opts.worker ? await startPgBoss(catalog.url) : null;
+  return new JobQueue(catalog.db, "postgres", pgBossDelivery(catalog.db, { boss }), defaults);
+}
+
+/** An enqueue/read-only queue, without I/O to create it (for request handlers). */
+export function jobQueueFor(db: Db, kind: DatabaseKind): JobQueue {
+  const delivery = kind === "sqlite" ? tableDelivery(db, kind) : pgBossDelivery(db);
+  return new JobQueue(db, kind, delivery, retryDefaults());
+}
+
+function retryDefaults(overrides?: Partial<RetryPolicy>): RetryPolicy {
+  return { ...DEFAULT_RETRY_POLICY, ...overrides };
+}

@@ -1,0 +1,81 @@
+// Maintenance jobs: the lineage sweeper and garbage collection, on a schedule. Every worker
+// offers to schedule them; the job's dedupe key names the interval slot, so at most one job per
+// slot exists however many workers offer (the unique index decides). Collection also keeps its
+// own lease and interval on the database clock, so even a forced extra run never overlaps one.
+import type { DatabaseKind, Db } from "../db/client.ts";
+import type { Prisma } from "../db/generated/postgres/client.ts";
+import { collectGarbage } from "../services/gc.ts";
+import { sweepSnapshots } from "../services/sweeper.ts";
+import type { JobQueue } from "./queue.ts";
+import { transactionNow } from "./queue.ts";
+
+export interface MaintenanceSchedule {
+  /** Seconds between sweeps; 0 turns the sweeper off. */
+  sweepIntervalSeconds: number;
+  /** Seconds between collections; 0 turns collection off. */
+  gcIntervalSeconds: number;
+}
+
+export const DEFAULT_MAINTENANCE_SCHEDULE: MaintenanceSchedule = {
+  sweepIntervalSeconds: 60 * 60,
+  gcIntervalSeconds: 60 * 60,
+};
+
+/** The dedupe key of the interval slot `now` falls in. */
+export function slotKey(kind: "sweep" | "gc", now: Date, intervalSeconds: number): string {
+  return `${kind}@${Math.floor(now.getTime() / (intervalSeconds * 1000))}/${intervalSeconds}`;
+}
+
+/** Enqueues the sweep and collection of the current slot unless some worker already did. */
+export async function scheduleMaintenance(
+  queue: JobQueue,
+  schedule: MaintenanceSchedule,
+): Promise<{ sweep: string | null; gc: string | null }> {
+  const now = await transactionNow(queue.db, queue.kind);
+  const offer = async (kind: "sweep" | "gc", interval: number) => {
+    if (interval <= 0) return null;
+    const job = await queue.enqueue(queue.db, {
+      kind,
+      host: null,
+      agentId: null,
+      data: { intervalSeconds: interval },
+      dedupeKey: slotKey(kind, now, interval),
+      // Maintenance is cheap to repeat and the next slot runs it anyway.
+      retry: { maxAttempts: 3 },
+    });
+    return job?.id ?? null;
+  };
+  return {
+    sweep: await offer("sweep", schedule.sweepIntervalSeconds),
+    gc: await offer("gc", schedule.gcIntervalSeconds),
+  };
+}
+
+function asJson(value: unknown): Prisma.InputJsonValue {
+  return JSON.parse(JSON.stringify(value)) as Prisma.InputJsonValue;
+}
+
+export async function runSweepJob(db: Db, kind: DatabaseKind): Promise<Prisma.InputJsonValue> {
+  const now = await transactionNow(db, kind);
+  const result = await sweepSnapshots(db, { now });
+  return asJson({
+    staleCheckpoints: result.staleCheckpointIds.length,
+    staleLineages: result.staleLineageIds.length,
+    movedToDeleting: result.movedToDeleting,
+    keptForPins: result.keptForPins,
+  });
+}
+
+export async function runGcJob(
+  db: Db,
+  opts: { host: string; signal: AbortSignal; intervalSeconds?: number },
+): Promise<Prisma.InputJsonValue> {
+  const result = await collectGarbage(db, {
+    host: opts.host,
+    signal: opts.signal,
+    // The slot already spaced the runs; the margin keeps a run late in its slot from skipping the next.
+    ...(opts.intervalSeconds !== undefined ? { intervalSeconds: Math.floor(opts.intervalSeconds * 0.9) } : {}),
+  });
+  // A failed run is recorded in collection_runs and resumed by the next one; the job is done.
+  return asJson(result);
+}
