@@ -6,6 +6,7 @@ import { registerAgent } from "./commands/agent.ts";
 import { registerCapture } from "./commands/capture.ts";
 import { registerGc } from "./commands/gc.ts";
 import { registerMigrate } from "./commands/migrate.ts";
+import { registerRestore } from "./commands/restore.ts";
 import { registerServe } from "./commands/serve.ts";
 import { registerSweep } from "./commands/sweep.ts";
 import { registerUser } from "./commands/user.ts";
@@ -24,6 +25,7 @@ registerCapture(program);
 registerGc(program);
 registerSweep(program);
 registerUser(program);
+registerRestore(program);
 
 try {
   await program.parseAsync(process.argv);
