@@ -10,7 +10,9 @@ const LINKS = [
   { href: "/snapshots", label: "Snapshots" },
   { href: "/pins", label: "Pins" },
   { href: "/restores", label: "Restores" },
+  { href: "/degraded", label: "Degraded restores" },
   { href: "/gc", label: "Garbage collection" },
+  { href: "/audit", label: "Audit log" },
 ];
 
 export function Nav({ user }: { user: { email: string; role: string } }) {

@@ -1,67 +1,137 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import { useState } from "react";
 import { useTRPC } from "./trpc.tsx";
-import { QueryView, ShortId, When } from "./query-view.tsx";
+import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+
+type Status = "all" | "active" | "closed";
 
 export function PinsView() {
   const trpc = useTRPC();
-  const query = useQuery(trpc.browse.pins.queryOptions({}));
+  const [status, setStatus] = useState<Status>("active");
+  const [keepingRetired, setKeepingRetired] = useState(false);
+  const query = useQuery(trpc.dashboard.pins.queryOptions({ status, keepingRetired }));
   return (
-    <QueryView
-      query={query}
-      isEmpty={(rows) => rows.length === 0}
-      empty={{
-        title: "No pins",
-        body: (
-          <p>
-            A pin is taken while a restore is in flight, and for up to 30 days when a restore came back only partly, so
-            garbage collection keeps the snapshot. Nothing holds a snapshot right now.
-          </p>
-        ),
-      }}
-    >
-      {(rows) => (
-        <div className="panel">
-          <table>
-            <thead>
-              <tr>
-                <th>Pin</th>
-                <th>Snapshot</th>
-                <th>Status</th>
-                <th>Holder</th>
-                <th>Purpose</th>
-                <th>Since</th>
-                <th>Expires</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((p) => (
-                <tr key={p.pinId}>
-                  <td>
-                    <ShortId id={p.pinId} />
-                  </td>
-                  <td>
-                    <ShortId id={p.snapshotId} />
-                  </td>
-                  <td>
-                    <span className={`badge ${p.released ? "retired" : "ready"}`}>
-                      {p.released ? "closed" : "active"}
-                    </span>
-                  </td>
-                  <td>{p.holder ?? "—"}</td>
-                  <td>{p.purpose ?? "—"}</td>
-                  <td>
-                    <When at={p.createdAt} />
-                  </td>
-                  <td>
-                    <When at={p.expiresAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+    <>
+      <form className="filters" aria-label="Pin filters" onSubmit={(e) => e.preventDefault()}>
+        <fieldset>
+          <legend>Holds</legend>
+          {(["active", "closed", "all"] as Status[]).map((s) => (
+            <label key={s} className="check">
+              <input
+                type="radio"
+                name="status"
+                value={s}
+                checked={status === s}
+                disabled={keepingRetired && s !== "active"}
+                onChange={() => setStatus(s)}
+              />
+              {s === "active" ? "Active" : s === "closed" ? "Closed (released or expired)" : "All"}
+            </label>
+          ))}
+        </fieldset>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={keepingRetired}
+            onChange={(e) => {
+              setKeepingRetired(e.target.checked);
+              if (e.target.checked) setStatus("active");
+            }}
+          />
+          Only pins that keep a retired snapshot alive
+        </label>
+      </form>
+      {query.data ? (
+        <div className="stats">
+          <div className="panel stat">
+            <b>{query.data.activeCount}</b>
+            <span>active pins</span>
+          </div>
+          <div className="panel stat">
+            <b>{query.data.keepingRetiredCount}</b>
+            <span>active pins on retired snapshots (content kept from GC)</span>
+          </div>
         </div>
-      )}
-    </QueryView>
+      ) : null}
+      <QueryView
+        query={{ data: query.data?.pins, isPending: query.isPending, error: query.error }}
+        isEmpty={(rows) => rows.length === 0}
+        empty={{
+          title: keepingRetired ? "No pin keeps a retired snapshot" : "No pins",
+          body: (
+            <p>
+              A pin is taken while a restore is in flight, and for up to 30 days when a restore came back only partly,
+              so garbage collection keeps the snapshot.{" "}
+              {keepingRetired
+                ? "Every retired snapshot's content can be released at the next collection."
+                : "Nothing matches this filter right now."}
+            </p>
+          ),
+        }}
+      >
+        {(rows) => (
+          <div className="panel">
+            <table>
+              <thead>
+                <tr>
+                  <th>Pin</th>
+                  <th>Status</th>
+                  <th>Protects</th>
+                  <th>Repository</th>
+                  <th>Holder</th>
+                  <th>Purpose</th>
+                  <th>Since</th>
+                  <th>Expires</th>
+                  <th>Released</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((p) => (
+                  <tr key={p.pinId} className={p.keepsRetired ? "highlight" : undefined}>
+                    <td className="mono" title={p.pinId}>
+                      {p.pinId.length > 28 ? `${p.pinId.slice(0, 28)}…` : p.pinId}
+                    </td>
+                    <td>
+                      <StateBadge state={p.status} />
+                    </td>
+                    <td>
+                      {p.snapshot ? (
+                        <>
+                          <Link href={`/snapshots/${p.snapshot.id}`}>
+                            {p.snapshot.class === "baseline"
+                              ? `baseline ${(p.snapshot.canonicalRef ?? "").replace("refs/heads/", "")}`
+                              : `checkpoint of ${p.snapshot.workContextId}`}
+                          </Link>{" "}
+                          <StateBadge state={p.snapshot.state} /> · {formatBytes(p.snapshot.sizeBytes)}
+                          {p.keepsRetired ? <div className="muted">keeps a retired snapshot&apos;s content</div> : null}
+                        </>
+                      ) : (
+                        <>
+                          <ShortId id={p.snapshotId} /> <span className="muted">(no such snapshot)</span>
+                        </>
+                      )}
+                    </td>
+                    <td>{p.snapshot?.repository.name ?? "—"}</td>
+                    <td>{p.holder ?? "—"}</td>
+                    <td>{p.purpose ?? "—"}</td>
+                    <td>
+                      <When at={p.createdAt} />
+                    </td>
+                    <td>
+                      <When at={p.expiresAt} />
+                    </td>
+                    <td>
+                      <When at={p.releasedAt} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </QueryView>
+    </>
   );
 }

@@ -1,5 +1,6 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
 import { useTRPC } from "./trpc.tsx";
 import { QueryView, When } from "./query-view.tsx";
 
@@ -37,7 +38,9 @@ export function RepositoriesView() {
             <tbody>
               {rows.map((r) => (
                 <tr key={r.id}>
-                  <td>{r.name}</td>
+                  <td>
+                    <Link href={`/repositories/${r.id}`}>{r.name}</Link>
+                  </td>
                   <td className="mono">{r.identity}</td>
                   <td>{r.readyBaselines}</td>
                   <td>{r.readyCheckpoints}</td>

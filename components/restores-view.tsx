@@ -1,5 +1,6 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
 import { useTRPC } from "./trpc.tsx";
 import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 
@@ -46,7 +47,13 @@ export function RestoresView() {
                   <td>{r.agent.name}</td>
                   <td>{r.rung}</td>
                   <td>
-                    <ShortId id={r.snapshotId} />
+                    {r.snapshotId ? (
+                      <Link href={`/snapshots/${r.snapshotId}`}>
+                        <ShortId id={r.snapshotId} />
+                      </Link>
+                    ) : (
+                      "cold"
+                    )}
                   </td>
                   <td>
                     <StateBadge state={r.outcome} />

@@ -1,5 +1,6 @@
 "use client";
 import { useInfiniteQuery } from "@tanstack/react-query";
+import Link from "next/link";
 import { useState } from "react";
 import { useTRPC } from "./trpc.tsx";
 import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
@@ -52,12 +53,16 @@ export function SnapshotsView() {
               <tbody>
                 {items.map((s) => (
                   <tr key={s.id}>
-                    <td>{s.alias ?? <ShortId id={s.id} />}</td>
+                    <td>
+                      <Link href={`/snapshots/${s.id}`}>{s.alias ?? <ShortId id={s.id} />}</Link>
+                    </td>
                     <td>{s.class}</td>
                     <td>
                       <StateBadge state={s.state} />
                     </td>
-                    <td>{s.repository.name}</td>
+                    <td>
+                      <Link href={`/repositories/${s.repositoryId}`}>{s.repository.name}</Link>
+                    </td>
                     <td>{s.agent.name}</td>
                     <td className="mono">
                       {s.class === "baseline" ? s.canonicalRef : `${s.workContextId} #${s.sequence}`}

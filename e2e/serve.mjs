@@ -1,5 +1,6 @@
-// Starts the app under test on a fresh embedded catalog with one user per role. Their
-// generated passwords go to a file in the test data directory, where the specs read them.
+// Starts the app under test on a fresh embedded catalog with one user per role and a seeded
+// history (scripts/dashboard-seed.ts). The users' generated passwords go to a file in the test
+// data directory, where the specs read them.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -18,6 +19,9 @@ for (const role of ["operator", "support", "admin"]) {
   users[role] = { email, password: JSON.parse(out).password };
 }
 writeFileSync(path.join(dataDir, "e2e-users.json"), JSON.stringify(users), { mode: 0o600 });
+
+// A few weeks of realistic history, written through the services, for every page to show.
+execFileSync(process.execPath, ["--import", "tsx", "scripts/dashboard-seed.ts", "example"], { stdio: "inherit" });
 
 // The specs sign in many times a minute from one address.
 const server = spawn(process.execPath, ["cli/strata.mjs", "serve"], {

@@ -2,6 +2,7 @@ import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { Nav } from "../../components/nav.tsx";
+import { ViewerProvider } from "../../components/viewer.tsx";
 import { getAuth, sessionUser } from "../../server/services/auth.ts";
 
 export const dynamic = "force-dynamic";
@@ -12,7 +13,9 @@ export default async function DashboardLayout({ children }: { children: ReactNod
   return (
     <div className="shell">
       <Nav user={{ email: user.email, role: user.role }} />
-      <main>{children}</main>
+      <main>
+        <ViewerProvider viewer={{ email: user.email, role: user.role }}>{children}</ViewerProvider>
+      </main>
     </div>
   );
 }

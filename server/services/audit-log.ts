@@ -36,11 +36,27 @@ export async function listAuditEvents(db: Db, input: ListAuditEventsInput = {}) 
   const ids = (type: string) => [
     ...new Set(page.filter((e) => e.actorType === type && e.actorId).map((e) => e.actorId!)),
   ];
-  const [users, agents, actions] = await Promise.all([
+  const subjects = (type: string) => [...new Set(page.filter((e) => e.subjectType === type).map((e) => e.subjectId))];
+  const [users, agents, actions, lineages, restores] = await Promise.all([
     db.user.findMany({ where: { id: { in: ids("user") } }, select: { id: true, email: true, role: true } }),
     db.agent.findMany({ where: { id: { in: ids("agent") } }, select: { id: true, name: true } }),
     db.auditEvent.groupBy({ by: ["action"], orderBy: { action: "asc" } }),
+    db.lineage.findMany({
+      where: { id: { in: subjects("lineage") } },
+      select: { id: true, workContextId: true, repository: { select: { id: true, name: true } } },
+    }),
+    db.restore.findMany({
+      where: { id: { in: subjects("restore") } },
+      select: { id: true, workContextId: true, repository: { select: { id: true, name: true } } },
+    }),
   ]);
+  // Where a lineage or restore subject belongs, so a person can tell them apart.
+  const context = new Map(
+    [...lineages, ...restores].map((r) => [
+      r.id,
+      { repositoryId: r.repository.id, repositoryName: r.repository.name, workContextId: r.workContextId },
+    ]),
+  );
   const userById = new Map(users.map((u) => [u.id, u]));
   const agentById = new Map(agents.map((a) => [a.id, a]));
   const last = page.at(-1);
@@ -55,7 +71,7 @@ export async function listAuditEvents(db: Db, input: ListAuditEventsInput = {}) 
           : e.actorType === "system"
             ? `system${e.actorId ? ` (${e.actorId})` : ""}`
             : `${e.actorType} ${e.actorId ?? ""}`.trim();
-      return { ...e, actor };
+      return { ...e, actor, context: context.get(e.subjectId) ?? null };
     }),
     nextCursor: rows.length > opts.limit && last ? encodeCursor(last.at, last.id) : null,
     actions: actions.map((a) => a.action),
