@@ -10,6 +10,7 @@ import { registerRestore } from "./commands/restore.ts";
 import { registerServe } from "./commands/serve.ts";
 import { registerSweep } from "./commands/sweep.ts";
 import { registerUser } from "./commands/user.ts";
+import { registerWorker } from "./commands/worker.ts";
 import { EXIT, CliError } from "./output.ts";
 
 const program = new Command()
@@ -25,6 +26,7 @@ registerCapture(program);
 registerGc(program);
 registerSweep(program);
 registerUser(program);
+registerWorker(program);
 registerRestore(program);
 
 try {

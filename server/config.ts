@@ -1,5 +1,6 @@
 // The process configuration: one zod schema, read once at start-up. A bad value stops the
 // process with a message that names the variable.
+import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 
@@ -24,6 +25,18 @@ const envSchema = z.object({
   STRATA_PUBLIC_URL: z.url().optional(),
   /// Sign-in attempts allowed per minute from one address.
   STRATA_SIGNIN_ATTEMPTS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(10),
+  /// The worker host name: capture and restore jobs addressed to it run here (default: os.hostname()).
+  STRATA_HOST: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "letters, digits, '.', '_' and '-', starting with a letter or digit")
+    .optional(),
+  /// Seconds between lineage sweeps run by workers (0: never).
+  STRATA_SWEEP_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(3600),
+  /// Seconds between garbage collections run by workers (0: never).
+  STRATA_GC_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(3600),
+  /// A job whose worker stops renewing its claim for this long is handed to another worker.
+  STRATA_JOB_LEASE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
 });
 
 export interface Config {
@@ -35,6 +48,10 @@ export interface Config {
   authSecret: string | undefined;
   publicUrl: string;
   signInAttemptsPerMinute: number;
+  host: string;
+  sweepIntervalSeconds: number;
+  gcIntervalSeconds: number;
+  jobLeaseSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -68,8 +85,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: v.STRATA_LOG_LEVEL,
     authSecret: v.STRATA_AUTH_SECRET,
     signInAttemptsPerMinute: v.STRATA_SIGNIN_ATTEMPTS_PER_MINUTE,
+    host: v.STRATA_HOST ?? defaultHost(),
+    sweepIntervalSeconds: v.STRATA_SWEEP_INTERVAL_SECONDS,
+    gcIntervalSeconds: v.STRATA_GC_INTERVAL_SECONDS,
+    jobLeaseSeconds: v.STRATA_JOB_LEASE_SECONDS,
     publicUrl: (v.STRATA_PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/$/, ""),
   };
+}
+
+/** The machine's name as a worker host name (characters a host name may not use become '-'). */
+function defaultHost(): string {
+  const name = os
+    .hostname()
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .replace(/^[^A-Za-z0-9]+/, "")
+    .slice(0, 100);
+  return name || "localhost";
 }
 
 /** Names a database for people and logs, without credentials. */

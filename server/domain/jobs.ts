@@ -4,6 +4,7 @@
 // and the database enforces each state's shape (CHECK constraints); every move is a conditional
 // update from the state the mover saw.
 import { z } from "zod";
+import { lineageKeySchema } from "./snapshot-keys.ts";
 
 export const JOB_KINDS = ["capture", "restore", "sweep", "gc"] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
@@ -127,3 +128,27 @@ export const jobViewSchema = z.object({
   startedAt: z.date().nullable(),
   finishedAt: z.date().nullable(),
 }) satisfies z.ZodType<JobView>;
+
+/** An absolute path on the worker's host (POSIX or Windows form), never a relative one. */
+export const hostPathSchema = z
+  .string()
+  .trim()
+  .min(2)
+  .max(4096)
+  .refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), "must be an absolute path on the worker's host")
+  // eslint-disable-next-line no-control-regex
+  .refine((p) => !/[\u0000-\u001f]/.test(p), "must not contain control characters");
+
+/** A capture job: capture the checkout at `dir` on the host and append it to the lineage of `key`. */
+export const captureJobDataSchema = z.object({
+  dir: hostPathSchema,
+  key: lineageKeySchema,
+});
+export type CaptureJobData = z.infer<typeof captureJobDataSchema>;
+
+/** A restore job: restore what acquire decided (restore `restoreId`, then the ladder) into `into`. */
+export const restoreJobDataSchema = z.object({
+  restoreId: z.string().min(1),
+  into: hostPathSchema,
+});
+export type RestoreJobData = z.infer<typeof restoreJobDataSchema>;

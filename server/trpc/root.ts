@@ -12,6 +12,7 @@ import { blobRouter } from "./routers/blob.ts";
 import { gcRouter } from "./routers/gc.ts";
 import { dashboardRouter } from "./routers/dashboard.ts";
 import { restoreRouter } from "./routers/restore.ts";
+import { jobRouter } from "./routers/job.ts";
 
 export const appRouter = router({
   health: healthProcedure,
@@ -27,6 +28,7 @@ export const appRouter = router({
   gc: gcRouter,
   dashboard: dashboardRouter,
   restore: restoreRouter,
+  job: jobRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,40 @@
+import { z } from "zod";
+import { jobViewSchema } from "../../domain/jobs.ts";
+import { restorePlanSchema } from "../../domain/views.ts";
+import {
+  cancelJob,
+  enqueueCapture,
+  enqueueCaptureInput,
+  enqueueRestore,
+  enqueueRestoreInput,
+  getJob,
+  listJobs,
+  listJobsInput,
+} from "../../services/jobs.ts";
+import { agentProcedure, router } from "../init.ts";
+
+const jobRef = z.object({ jobId: z.string().min(1).max(100) });
+
+// Worker jobs, for agents, on their own jobs only (another agent's are NOT_FOUND).
+export const jobRouter = router({
+  enqueueCapture: agentProcedure
+    .input(enqueueCaptureInput)
+    .output(jobViewSchema)
+    .mutation(({ ctx, input }) => enqueueCapture(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+  enqueueRestore: agentProcedure
+    .input(enqueueRestoreInput)
+    .output(z.object({ plan: restorePlanSchema, job: jobViewSchema.nullable() }))
+    .mutation(({ ctx, input }) => enqueueRestore(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+  get: agentProcedure
+    .input(jobRef)
+    .output(jobViewSchema)
+    .query(({ ctx, input }) => getJob(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+  list: agentProcedure
+    .input(listJobsInput)
+    .output(z.array(jobViewSchema))
+    .query(({ ctx, input }) => listJobs(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+  cancel: agentProcedure
+    .input(jobRef)
+    .output(jobViewSchema)
+    .mutation(({ ctx, input }) => cancelJob(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+});
