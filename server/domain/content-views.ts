@@ -18,7 +18,7 @@ export type PinViewOutput = z.infer<typeof pinViewSchema>;
 
 export const publishSnapshotResultSchema = z.object({
   snapshotId: z.string(),
-  state: z.literal("ready"),
+  state: z.enum(["ready", "superseded"]),
   manifestDigest: z.string().nullable(),
   alreadyPublished: z.boolean(),
   layersWritten: z.number().int(),

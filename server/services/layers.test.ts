@@ -131,6 +131,15 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     const other = await storedLayer(db, {});
     const changed = await errorOf(publishSnapshot(db, { snapshotId: s, layers: [other], heads: [other.uuid] }));
     expect(isStrataError(changed, "CONFLICT")).toBe(true);
+    // Also once superseded (a newer capture replaced it before its layers were registered).
+    const later = await capturing();
+    await db.snapshot.update({ where: { id: later }, data: { state: "superseded", manifestDigest: "e".repeat(64) } });
+    const c = await storedLayer(db, { parentUuid: b.uuid });
+    expect(await publishSnapshot(db, { snapshotId: later, layers: [b, c], heads: [c.uuid] })).toMatchObject({
+      state: "superseded",
+      layersWritten: 1,
+      headsWritten: 1,
+    });
     // A capturing snapshot cannot become ready without a manifest.
     const bare = await errorOf(publishSnapshot(db, { snapshotId: await capturing(), layers: [], heads: [] }));
     expect(isStrataError(bare, "INVALID_INPUT")).toBe(true);

@@ -26,8 +26,11 @@ import {
 import { StrataError } from "../domain/errors.ts";
 import { dbNow, dialect, toNumber } from "./content-sql.ts";
 
-/** Snapshot states that may still gain heads. */
-const PUBLISHABLE_STATES = ["capturing", "ready"];
+/**
+ * Snapshot states that may still gain heads: a capture being published, or a snapshot made
+ * ready (and perhaps superseded since) whose layers are registered after the fact.
+ */
+const PUBLISHABLE_STATES = ["capturing", "ready", "superseded"];
 const RETIRED_STATES = ["retired", "deleting", "deleted"];
 
 interface LayerRow {
@@ -340,7 +343,7 @@ export interface PublishSnapshotOptions extends PublishLayersInput {
 
 export interface PublishSnapshotResult extends PublishLayersResult {
   snapshotId: string;
-  state: "ready";
+  state: "ready" | "superseded";
   manifestDigest: string | null;
   /** True when the snapshot already had exactly these heads (and manifest): nothing was written. */
   alreadyPublished: boolean;
@@ -350,7 +353,7 @@ export interface PublishSnapshotResult extends PublishLayersResult {
  * Publishes a snapshot in the layer form: its new layers, its heads and its manifest reference.
  * - A capturing snapshot becomes ready with them, all in one transaction.
  * - A snapshot made ready without content (by the lineage services) gets its layers and heads
- *   registered, once.
+ *   registered, once, also after it was superseded.
  * Publishing the same thing again is idempotent; anything else on a snapshot that already has
  * heads is a CONFLICT (a published snapshot is immutable).
  */
@@ -368,7 +371,8 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
         hint: "A published snapshot is immutable: capture a new snapshot instead.",
       });
 
-    if (snapshot.state === "ready") {
+    if (snapshot.state === "ready" || snapshot.state === "superseded") {
+      const state = snapshot.state;
       if (manifestDigest !== null && manifestDigest !== snapshot.manifestDigest) throw immutable();
       const current = await tx.snapshotHead.findMany({
         where: { snapshotId: opts.snapshotId },
@@ -387,7 +391,7 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
         if (!same) throw immutable();
         return {
           snapshotId: opts.snapshotId,
-          state: "ready",
+          state,
           manifestDigest: snapshot.manifestDigest,
           alreadyPublished: true,
           layersWritten: 0,
@@ -400,7 +404,7 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
       const { result } = await writeLayers(tx, opts.snapshotId, input.layers, heads);
       return {
         snapshotId: opts.snapshotId,
-        state: "ready",
+        state,
         manifestDigest: snapshot.manifestDigest,
         alreadyPublished: false,
         ...result,
