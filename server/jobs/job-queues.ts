@@ -26,9 +26,9 @@ export async function openJobQueue(
 }
 
 /** An enqueue/read-only queue, without I/O to create it (for request handlers). */
-export function jobQueueFor(db: Db, kind: DatabaseKind): JobQueue {
+export function jobQueueFor(db: Db, kind: DatabaseKind, retry?: Partial<RetryPolicy>): JobQueue {
   const delivery = kind === "sqlite" ? tableDelivery(db, kind) : pgBossDelivery(db);
-  return new JobQueue(db, kind, delivery, retryDefaults());
+  return new JobQueue(db, kind, delivery, retryDefaults(retry));
 }
 
 function retryDefaults(overrides?: Partial<RetryPolicy>): RetryPolicy {

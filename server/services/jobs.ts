@@ -1,6 +1,7 @@
 // Jobs as agents see them: enqueue a capture or a restore for a worker host, follow its state
 // and progress, cancel it. Each agent sees only its own jobs.
 import { z } from "zod";
+import { loadConfig } from "../config.ts";
 import { inTransaction, type DatabaseKind, type Db } from "../db/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import {
@@ -19,11 +20,14 @@ import { acquireWorkspace, acquireWorkspaceInput } from "./workspaces.ts";
 
 const queues = new WeakMap<object, JobQueue>();
 
-/** The queue over a catalog client (cached; it opens no connection of its own). */
+/**
+ * The queue over a catalog client (cached; it opens no connection of its own). Jobs get the
+ * claim lease of the enqueuing process's configuration (STRATA_JOB_LEASE_SECONDS).
+ */
 function queueOf(db: Db, kind: DatabaseKind): JobQueue {
   let queue = queues.get(db);
   if (!queue) {
-    queue = jobQueueFor(db, kind);
+    queue = jobQueueFor(db, kind, { leaseSeconds: loadConfig().jobLeaseSeconds });
     queues.set(db, queue);
   }
   return queue;

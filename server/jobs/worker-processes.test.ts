@@ -1,0 +1,318 @@
+// Real worker processes (`node cli/strata.mjs worker --host X`), real git, real databases:
+// a worker killed with SIGKILL in the middle of a capture or a restore leaves nothing
+// half-written in sight and a second worker finishes the job; three hosts on one PostgreSQL
+// catalog run 200 mixed jobs with nothing lost and nothing done twice.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../db/test-databases.ts";
+import type { JobView } from "../domain/jobs.ts";
+import { git, initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../git/test-repos.ts";
+import { captureAndPublish, localCatalog } from "../services/capture-publish.ts";
+import { enqueueCapture, enqueueRestore } from "../services/jobs.ts";
+import { consistencyViolations } from "../services/test-content.ts";
+import { makeAgent, uniqueName, type TestAgent } from "../services/test-lineage.ts";
+import { openJobQueue } from "./job-queues.ts";
+import type { JobQueue } from "./queue.ts";
+
+const STRATA = fileURLToPath(new URL("../../cli/strata.mjs", import.meta.url));
+const LEASE_SECONDS = 2;
+// The enqueuing side (this process) decides each job's lease.
+process.env.STRATA_JOB_LEASE_SECONDS = String(LEASE_SECONDS);
+
+afterAll(removeTemporaryDirectories);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+interface Worker {
+  child: ChildProcess;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+const workers: Worker[] = [];
+afterAll(() => {
+  for (const w of workers) if (w.child.exitCode === null) w.child.kill("SIGKILL");
+});
+
+function startWorker(url: string, host: string, dataDir: string, env: Record<string, string> = {}): Worker {
+  const child = spawn(process.execPath, [STRATA, "worker", "--host", host, "--poll-ms", "50"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      STRATA_DATA_DIR: dataDir,
+      STRATA_SWEEP_INTERVAL_SECONDS: "0",
+      STRATA_GC_INTERVAL_SECONDS: "0",
+      ...env,
+    },
+  });
+  let err = "";
+  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const worker = { child, stderr: () => err, exited };
+  workers.push(worker);
+  return worker;
+}
+
+async function killHard(worker: Worker): Promise<void> {
+  worker.child.kill("SIGKILL");
+  await worker.exited;
+}
+
+async function stopGently(worker: Worker): Promise<void> {
+  worker.child.kill("SIGTERM");
+  await worker.exited;
+}
+
+function keyFor(label: string) {
+  return {
+    repository: { identity: `example.invalid/${uniqueName(label)}` },
+    backendKind: "local",
+    baseImage: "test-image",
+    workContextId: uniqueName("wc"),
+  };
+}
+
+function smallRepository(label: string): string {
+  const root = initRepository({ "README.md": `# ${label}\n`, "src/main.txt": "one\ntwo\n" });
+  write(root, "src/main.txt", "one\ntwo\nthree (uncommitted)\n");
+  write(root, "notes/untracked.txt", `untracked ${label}\n`);
+  return root;
+}
+
+describeEachDatabase("worker processes killed with SIGKILL", (catalog, kind) => {
+  let agent: TestAgent;
+  let queue: JobQueue;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    // Installs pg-boss on PostgreSQL, as a worker or `strata serve` does at start.
+    queue = await openJobQueue(catalog(), { worker: true });
+    agent = await makeAgent(catalog().db, "worker");
+    dataDir = temporaryDirectory("strata-worker-data-");
+  });
+  afterAll(async () => {
+    await queue.close();
+  });
+
+  async function job(id: string): Promise<JobView> {
+    return (await queue.get(catalog().db, id))!;
+  }
+
+  for (const point of ["capture:publish", "capture:layers"]) {
+    it(`finishes a capture whose worker died at ${point}, with one checkpoint and nothing half-written`, async () => {
+      const db = catalog().db;
+      const repo = smallRepository("capture");
+      const key = keyFor("capture");
+      const host = uniqueName("cap");
+      const enqueued = await enqueueCapture(db, kind, { host, dir: repo, key, agent: agent.scope });
+
+      const first = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: point });
+      await waitFor(`the first worker to pause at ${point}`, async () => first.stderr().includes(`paused at ${point}`));
+      expect(await job(enqueued.id)).toMatchObject({ state: "active", attempts: 1 });
+      await killHard(first);
+
+      const lineageSnapshots = () =>
+        db.snapshot.findMany({
+          where: { workContextId: key.workContextId },
+          select: { id: true, state: true, class: true },
+        });
+      if (point === "capture:publish") {
+        // Blobs may be stored (unreferenced, inside their grace window); no snapshot exists.
+        expect(await lineageSnapshots()).toEqual([]);
+      }
+
+      const second = startWorker(catalog().url, host, dataDir);
+      const done = await waitFor("the job to complete", async () => {
+        const j = await job(enqueued.id);
+        return j.state === "completed" ? j : null;
+      });
+      await stopGently(second);
+
+      expect(done.attempts).toBe(2);
+      const result = done.result as { snapshotId: string; outcome: string; recovered?: boolean };
+      expect(result.outcome).toBe("appended");
+      expect(Boolean(result.recovered)).toBe(point === "capture:layers");
+      const snapshots = await lineageSnapshots();
+      expect(snapshots).toEqual([{ id: result.snapshotId, state: "ready", class: "checkpoint" }]);
+      expect(await db.snapshotHead.count({ where: { snapshotId: result.snapshotId } })).toBeGreaterThan(0);
+      expect(await consistencyViolations(db)).toEqual([]);
+      expect(second.stderr()).toContain(`job ${enqueued.id} (capture) completed`);
+    }, 90_000);
+  }
+
+  for (const point of ["restore:verify", "restore:placed"]) {
+    it(`finishes a restore whose worker died at ${point}; the target only ever appears whole`, async () => {
+      const db = catalog().db;
+      const repo = smallRepository("restore");
+      const key = keyFor("restore");
+      const published = await captureAndPublish(localCatalog(db, agent.scope), {
+        dir: repo,
+        target: { kind: "checkpoint", key },
+      });
+      const host = uniqueName("res");
+      const parent = temporaryDirectory("strata-restore-parent-");
+      const into = join(parent, "workspace");
+      const { plan, job: enqueued } = await enqueueRestore(db, kind, {
+        repository: key.repository,
+        backendKind: key.backendKind,
+        baseImage: key.baseImage,
+        canonicalRef: "refs/heads/main",
+        workContextId: key.workContextId,
+        workspace: into,
+        host,
+        agent: agent.scope,
+      });
+      expect(plan.snapshot?.id).toBe(published.snapshotId);
+
+      const first = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: point });
+      await waitFor(`the first worker to pause at ${point}`, async () => first.stderr().includes(`paused at ${point}`));
+      await killHard(first);
+      if (point === "restore:verify") expect(existsSync(into)).toBe(false);
+
+      const second = startWorker(catalog().url, host, dataDir);
+      const done = await waitFor("the job to complete", async () => {
+        const j = await job(enqueued!.id);
+        return j.state === "completed" ? j : null;
+      });
+      await stopGently(second);
+
+      expect(done.attempts).toBe(2);
+      expect(done.result).toMatchObject({ restoreId: plan.restoreId, outcome: "restored", path: into });
+      // The worktree is the captured state, to the tree id; nothing else is left next to it.
+      expect(git(into, ["write-tree"]).trim()).toBe(published.manifest.tree);
+      expect(readdirSync(parent)).toEqual(["workspace"]);
+      const restores = await db.restore.findMany({
+        where: { workContextId: key.workContextId },
+        select: { id: true, outcome: true, pinId: true, snapshotId: true },
+      });
+      expect(restores).toHaveLength(1);
+      expect(restores[0]).toMatchObject({ id: plan.restoreId, outcome: "restored" });
+      const pin = await db.pin.findFirst({ where: { pinId: restores[0]!.pinId! } });
+      expect(pin?.releasedAt).not.toBeNull();
+    }, 90_000);
+  }
+});
+
+describe("three worker hosts on one PostgreSQL catalog", () => {
+  let catalog: TestCatalog;
+  let queue: JobQueue;
+  beforeAll(async () => {
+    catalog = await createTestCatalog("postgres");
+    queue = await openJobQueue(catalog, { worker: true });
+  }, 60_000);
+  afterAll(async () => {
+    await queue.close();
+    await catalog.drop();
+  });
+
+  it("runs 200 mixed capture and restore jobs with nothing lost and nothing done twice", async () => {
+    const db = catalog.db;
+    const agent = await makeAgent(db, "fleet");
+    const hosts = ["alpha", "beta", "gamma"].map((name) => ({
+      name: uniqueName(name),
+      dir: temporaryDirectory(`strata-host-${name}-`),
+    }));
+    const CAPTURES_PER_HOST = 46; // 138 captures
+    const RESTORES = [21, 21, 20]; // 62 restores
+    const captureJobs: { id: string; host: string; workContextId: string }[] = [];
+    const restoreJobs: { id: string; host: string; into: string; restoreId: string; tree: string }[] = [];
+
+    for (const [n, host] of hosts.entries()) {
+      const repo = smallRepository(host.name);
+      // One checkpoint to restore from, published before the workers start.
+      const sourceKey = keyFor(`source-${n}`);
+      const source = await captureAndPublish(localCatalog(db, agent.scope), {
+        dir: repo,
+        target: { kind: "checkpoint", key: sourceKey },
+      });
+      for (let i = 0; i < CAPTURES_PER_HOST; i += 1) {
+        const key = { ...sourceKey, workContextId: uniqueName(`cap-${n}-${i}`) };
+        const job = await enqueueCapture(db, "postgres", { host: host.name, dir: repo, key, agent: agent.scope });
+        captureJobs.push({ id: job.id, host: host.name, workContextId: key.workContextId });
+      }
+      mkdirSync(join(host.dir, "workspaces"));
+      for (let i = 0; i < RESTORES[n]!; i += 1) {
+        const into = join(host.dir, "workspaces", `w${i}`);
+        const { plan, job } = await enqueueRestore(db, "postgres", {
+          repository: sourceKey.repository,
+          backendKind: sourceKey.backendKind,
+          baseImage: sourceKey.baseImage,
+          canonicalRef: "refs/heads/main",
+          workContextId: sourceKey.workContextId,
+          workspace: into,
+          host: host.name,
+          agent: agent.scope,
+        });
+        restoreJobs.push({ id: job!.id, host: host.name, into, restoreId: plan.restoreId, tree: source.manifest.tree });
+      }
+    }
+    expect(captureJobs.length + restoreJobs.length).toBe(200);
+
+    const started = hosts.map((h) => startWorker(catalog.url, h.name, join(h.dir, "data")));
+    const finished = await waitFor(
+      "every job to finish",
+      async () => {
+        const open = await db.job.count({ where: { state: { notIn: ["completed", "failed", "cancelled"] } } });
+        return open === 0;
+      },
+      120_000,
+    );
+    expect(finished).toBe(true);
+    for (const w of started) await stopGently(w);
+
+    const jobs = await db.job.findMany({
+      select: { id: true, state: true, attempts: true, claimedBy: true, host: true },
+    });
+    expect(jobs).toHaveLength(200);
+    for (const j of jobs) {
+      expect(j).toMatchObject({ state: "completed", attempts: 1 });
+      // Each ran on the host it was addressed to.
+      expect(j.claimedBy?.startsWith(`${j.host}:`)).toBe(true);
+    }
+    const pgBoss = await db.$queryRawUnsafe<{ state: string; n: number }[]>(
+      `SELECT state::text AS state, count(*)::int AS n FROM pgboss.job WHERE name LIKE 'strata-host-%' GROUP BY state`,
+    );
+    expect(pgBoss).toEqual([{ state: "completed", n: 200 }]);
+
+    // Captures: exactly one checkpoint per capture job's lineage.
+    const checkpoints = await db.snapshot.groupBy({
+      by: ["workContextId"],
+      where: { workContextId: { in: captureJobs.map((c) => c.workContextId) } },
+      _count: { _all: true },
+    });
+    expect(checkpoints).toHaveLength(captureJobs.length);
+    expect(checkpoints.every((c) => c._count._all === 1)).toBe(true);
+
+    // Restores: each reported once, each worktree in place with the recorded tree.
+    const restores = await db.restore.findMany({
+      where: { id: { in: restoreJobs.map((r) => r.restoreId) } },
+      select: { outcome: true, nextRestore: { select: { id: true } } },
+    });
+    expect(restores).toHaveLength(restoreJobs.length);
+    expect(restores.every((r) => r.outcome === "restored" && r.nextRestore === null)).toBe(true);
+    for (const r of restoreJobs) expect(git(r.into, ["write-tree"]).trim()).toBe(r.tree);
+    for (const h of hosts)
+      expect(readdirSync(join(h.dir, "workspaces")).sort()).toHaveLength(
+        restoreJobs.filter((r) => r.host === h.name).length,
+      );
+    expect(await consistencyViolations(db)).toEqual([]);
+  }, 180_000);
+});
