@@ -5,9 +5,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import next from "next";
-import { describeDatabase, loadConfig } from "../../server/config.ts";
+import { describeDatabase, loadConfig, type Config } from "../../server/config.ts";
+import { openCatalog } from "../../server/db/client.ts";
+import { openJobQueue } from "../../server/jobs/job-queues.ts";
+import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "./migrate.ts";
+import { logWorkerEvent } from "./worker.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SOURCES = ["app", "components", "server", "public", "next.config.mjs", "package.json"];
@@ -46,13 +50,40 @@ async function buildApp(): Promise<void> {
   });
 }
 
+/**
+ * Starts a worker inside this process for STRATA_HOST. Without it, PostgreSQL still gets pg-boss
+ * installed, so the API can enqueue jobs for workers running elsewhere.
+ */
+async function startServeWorker(config: Config, enabled: boolean): Promise<WorkerProcess | null> {
+  const catalog = openCatalog(config.databaseUrl, { poolSize: 4 });
+  if (!enabled) {
+    if (catalog.kind === "postgres") await (await openJobQueue(catalog, { worker: true })).close();
+    await catalog.close();
+    return null;
+  }
+  const worker = await startWorkerProcess({
+    catalog,
+    host: config.host,
+    dataDir: config.dataDir,
+    schedule: { sweepIntervalSeconds: config.sweepIntervalSeconds, gcIntervalSeconds: config.gcIntervalSeconds },
+    retry: { leaseSeconds: config.jobLeaseSeconds },
+    onEvent: logWorkerEvent,
+  });
+  progressDone(`Worker ${worker.workerId} is running jobs for host ${config.host} (--no-worker to turn it off)`);
+  return {
+    ...worker,
+    stop: () => worker.stop().finally(() => catalog.close()),
+  };
+}
+
 export function registerServe(program: Command): void {
   program
     .command("serve")
     .description("migrate the catalog, then serve the dashboard and the API")
     .option("--dev", "run Next.js in development mode (hot reload)")
     .option("--rebuild", "rebuild the dashboard even if the build looks current")
-    .action(async (opts: { dev?: boolean; rebuild?: boolean }) => {
+    .option("--no-worker", "do not run a worker in this process (run `strata worker` elsewhere)")
+    .action(async (opts: { dev?: boolean; rebuild?: boolean; worker: boolean }) => {
       const config = loadConfig();
       const migrated = await runMigrate(config.databaseUrl);
       progressDone(
@@ -80,9 +111,12 @@ export function registerServe(program: Command): void {
       const shown = config.bind === "0.0.0.0" ? "localhost" : config.bind;
       progressDone(`Strata is serving the dashboard and API on http://${shown}:${config.port}`);
 
+      // The quick start's promise: dashboard, API and a worker from one `npm start`.
+      const worker = await startServeWorker(config, opts.worker);
+
       const stop = () => {
         server.close();
-        void app.close().finally(() => process.exit(0));
+        void Promise.all([app.close(), worker?.stop()]).finally(() => process.exit(0));
       };
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
