@@ -21,7 +21,7 @@ import {
 } from "./test-content.ts";
 
 const CHILD = fileURLToPath(new URL("./test-gc-process.ts", import.meta.url));
-const LEASE_SECONDS = 2;
+const LEASE_SECONDS = 3;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Collector {
@@ -153,14 +153,14 @@ describeEachDatabase("collection in separate processes", (catalog) => {
       }
       collector.child.kill("SIGKILL");
       expect(await collector.exited).toBeNull();
+      // Until its lease expires nobody else collects.
+      const early = await collectGarbage(db(), { force: true, graceSeconds: 0 });
+      expect(early).toMatchObject({ status: "skipped", reason: "running" });
 
       // Killed mid-transaction: that batch rolled back; what committed before stays committed.
       expect(await consistencyViolations(db(), { hashBlobs: true })).toEqual([]);
       const [interrupted] = await listCollectionRuns(db(), { limit: 1 });
       expect(interrupted).toMatchObject({ status: "running", finishedAt: null });
-      // Until its lease expires nobody else collects.
-      const early = await collectGarbage(db(), { force: true, graceSeconds: 0 });
-      expect(early).toMatchObject({ status: "skipped", reason: "running" });
 
       const finished = await nextRunFinishes();
       expect(finished.errorCode).toBeNull();
