@@ -1,0 +1,170 @@
+// npm run bench:restore — restore cost against plain git on a generated 20k-file repository:
+//   restoreWorktree (object store borrowed, patch chain applied, every file re-read and
+//   verified against the recorded tree, moved into place)
+//   vs  git clone --local + git apply of the same delta                        (goal ≤ 1.3x)
+// Both sides run in the same process, alternating, from the same repository and the same
+// patch; the figures are medians. Everything lives in a temporary directory, removed after.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { RestorePhase } from "../server/domain/restore-result.ts";
+import { captureCheckout } from "../server/git/capture.ts";
+import { memoryBlobSource } from "../server/git/restore-blobs.ts";
+import { restoreWorktree } from "../server/git/restore.ts";
+
+const FILES = Number(process.env.BENCH_FILES ?? 20_000);
+const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const PER_DIR = 100;
+const SNAPSHOT_ID = "6f1d2c3b-4a59-4e7d-8c1b-2a3f4e5d6c7b";
+
+function git(cwd: string, args: string[]): string {
+  return execFileSync("git", args, {
+    cwd,
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: "bench",
+      GIT_AUTHOR_EMAIL: "bench@example.invalid",
+      GIT_COMMITTER_NAME: "bench",
+      GIT_COMMITTER_EMAIL: "bench@example.invalid",
+    },
+    maxBuffer: 1 << 30,
+  }).toString();
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+function filePath(i: number): string {
+  return join(`dir${String(Math.floor(i / PER_DIR)).padStart(3, "0")}`, `file${i}.txt`);
+}
+
+function generate(root: string): void {
+  for (let i = 0; i < FILES; i++) {
+    const path = join(root, filePath(i));
+    if (i % PER_DIR === 0) mkdirSync(join(path, ".."), { recursive: true });
+    writeFileSync(path, `file ${i}\n${"lorem ipsum dolor sit amet ".repeat(1 + (i % 20))}\n`);
+  }
+  git(root, ["init", "--quiet", "--initial-branch=main"]);
+  git(root, ["add", "-A"]);
+  git(root, ["commit", "--quiet", "-m", "generated"]);
+  // The commit counts as pushed: no bundle, the object store has HEAD.
+  git(root, ["update-ref", "refs/remotes/origin/main", "HEAD"]);
+}
+
+async function timed<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
+  const start = performance.now();
+  const value = await fn();
+  return [performance.now() - start, value];
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), "strata-bench-restore-"));
+  try {
+    const source = join(work, "source");
+    mkdirSync(source);
+    process.stdout.write(`generating ${FILES} files …\n`);
+    generate(source);
+
+    // The delta: CHANGED files edited, a few added and removed, captured once.
+    for (let i = 0; i < CHANGED; i++) {
+      const n = Math.floor((i * FILES) / CHANGED);
+      writeFileSync(join(source, filePath(n)), `changed ${i}\n`);
+    }
+    writeFileSync(join(source, "added.txt"), "a new file\n");
+    rmSync(join(source, filePath(1)));
+    const captured = await captureCheckout(source);
+    if (captured.outcome !== "captured") throw new Error(`capture: ${captured.outcome}`);
+    const { manifest, artifacts } = captured;
+    const patch = artifacts.get(manifest.patches[0]?.digest ?? "");
+    if (!patch) throw new Error("no patch was captured");
+    const patchFile = join(work, "delta.patch");
+    writeFileSync(patchFile, patch);
+    process.stdout.write(`delta: ${CHANGED} files changed, 1 added, 1 removed; patch ${patch.length} bytes\n`);
+
+    const blobs = memoryBlobSource(artifacts);
+    const restoreTimes: number[] = [];
+    const gitTimes: number[] = [];
+    const phases: Record<RestorePhase, number[]> = {
+      fetch: [],
+      reconstruct: [],
+      materialize: [],
+      verify: [],
+      publish: [],
+    };
+    for (let round = 0; round < ROUNDS + 1; round++) {
+      const into = join(work, `restored-${round}`);
+      const clone = join(work, `cloned-${round}`);
+      // Alternate which side goes first, so neither always finds a warmer cache.
+      const sides = [
+        async () => {
+          const [ms, report] = await timed(() =>
+            restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest }, into, {
+              blobs,
+              stateDir: join(work, "state"),
+              objectStore: source,
+            }),
+          );
+          if (report.result.status !== "restored") throw new Error(`restore: ${report.result.status}`);
+          return { ms, report };
+        },
+        async () => {
+          const [ms] = await timed(() => {
+            git(work, ["clone", "--local", "--quiet", "--", source, clone]);
+            git(clone, ["apply", "--binary", "--whitespace=nowarn", patchFile]);
+          });
+          return { ms, report: null };
+        },
+      ];
+      const order = round % 2 === 0 ? [0, 1] : [1, 0];
+      for (const i of order) {
+        const { ms, report } = await sides[i]!();
+        if (round === 0) continue; // warm-up
+        if (report) {
+          restoreTimes.push(ms);
+          for (const phase of Object.keys(phases) as RestorePhase[])
+            phases[phase].push(report.result.timings?.[phase] ?? 0);
+        } else {
+          gitTimes.push(ms);
+        }
+      }
+      rmSync(into, { recursive: true, force: true });
+      rmSync(clone, { recursive: true, force: true });
+    }
+
+    // The same tree on both sides.
+    const into = join(work, "check-restore");
+    const clone = join(work, "check-clone");
+    await restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest }, into, {
+      blobs,
+      stateDir: join(work, "state"),
+      objectStore: source,
+    });
+    git(work, ["clone", "--local", "--quiet", "--", source, clone]);
+    git(clone, ["apply", "--binary", "--index", "--whitespace=nowarn", patchFile]);
+    const same =
+      git(clone, ["write-tree"]).trim() === manifest.tree && git(into, ["write-tree"]).trim() === manifest.tree;
+
+    const restore = median(restoreTimes);
+    const plain = median(gitTimes);
+    const phaseText = (Object.keys(phases) as RestorePhase[])
+      .map((p) => `${p} ${median(phases[p]).toFixed(0)} ms`)
+      .join(", ");
+    process.stdout.write(
+      `\n${FILES} files, ${ROUNDS} rounds (medians)\n` +
+        `  restore with verification            ${restore.toFixed(0)} ms  (${phaseText})\n` +
+        `  git clone --local + git apply        ${plain.toFixed(0)} ms\n` +
+        `  ratio                                ${(restore / plain).toFixed(2)}x  (goal ≤ 1.3x)\n` +
+        `  same tree on both sides              ${same ? "yes" : "NO"}\n`,
+    );
+    if (!same) process.exitCode = 1;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();
