@@ -1,7 +1,29 @@
 "use client";
-// A modal dialog on the native <dialog> element: showModal() traps focus and makes the page
-// behind inert, Escape closes it, and the title and description label it for screen readers.
-import { useEffect, useId, useRef, type ReactNode } from "react";
+// A modal dialog on the native <dialog> element: showModal() makes the page behind inert and
+// Escape closes it; Tab and Shift+Tab wrap around inside it (the browser would otherwise move
+// focus out to its own toolbar); the title and description label it for screen readers.
+import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from "react";
+
+const FOCUSABLE =
+  'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), summary, [tabindex]:not([tabindex="-1"])';
+
+function wrapFocus(event: KeyboardEvent<HTMLDialogElement>) {
+  if (event.key !== "Tab") return;
+  const items = [...event.currentTarget.querySelectorAll<HTMLElement>(FOCUSABLE)].filter(
+    (el) => el.offsetParent !== null,
+  );
+  const first = items[0];
+  const last = items.at(-1);
+  if (!first || !last) return;
+  const active = document.activeElement;
+  if (event.shiftKey && (active === first || active === event.currentTarget)) {
+    event.preventDefault();
+    last.focus();
+  } else if (!event.shiftKey && active === last) {
+    event.preventDefault();
+    first.focus();
+  }
+}
 
 export function Dialog({
   open,
@@ -21,9 +43,14 @@ export function Dialog({
   const descriptionId = useId();
   useEffect(() => {
     const dialog = ref.current;
-    if (!dialog) return;
-    if (open && !dialog.open) dialog.showModal();
-    if (!open && dialog.open) dialog.close();
+    if (!dialog || !open) return;
+    // Focus goes back where it was when the dialog closes, also when its owner unmounts it.
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    if (!dialog.open) dialog.showModal();
+    return () => {
+      if (dialog.open) dialog.close();
+      if (opener?.isConnected) opener.focus();
+    };
   }, [open]);
   return (
     <dialog
@@ -32,6 +59,7 @@ export function Dialog({
       aria-labelledby={titleId}
       aria-describedby={description ? descriptionId : undefined}
       onClose={onClose}
+      onKeyDown={wrapFocus}
       onCancel={(event) => {
         event.preventDefault();
         onClose();

@@ -1,13 +1,15 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./fixtures.ts";
 import { signIn } from "./users.ts";
 
-// A fresh catalog: every page must load, read the catalog, and explain what will appear there.
+// Every page loads on the seeded catalog, reads it, and shows what it holds.
 const PAGES = [
-  { path: "/repositories", heading: "Repositories", empty: "No repositories yet" },
-  { path: "/snapshots", heading: "Snapshots", empty: "No snapshots yet" },
-  { path: "/pins", heading: "Pins", empty: "No pins" },
-  { path: "/restores", heading: "Restores", empty: "No restores yet" },
-  { path: "/gc", heading: "Garbage collection", empty: "No collection runs yet" },
+  { path: "/repositories", heading: "Repositories", shows: "web-app" },
+  { path: "/snapshots", heading: "Snapshots", shows: "issue-501-flaky-e2e" },
+  { path: "/pins", heading: "Pins", shows: "active pins" },
+  { path: "/restores", heading: "Restores", shows: "degraded" },
+  { path: "/degraded", heading: "Degraded restores", shows: "Next step" },
+  { path: "/gc", heading: "Garbage collection", shows: "Space held by retired snapshots" },
+  { path: "/audit", heading: "Audit log", shows: "snapshot.retire" },
 ];
 
 test.describe("signed in as an operator", () => {
@@ -21,13 +23,14 @@ test.describe("signed in as an operator", () => {
   });
 
   for (const p of PAGES) {
-    test(`${p.heading} page shows its empty state`, async ({ page }) => {
+    test(`${p.heading} page shows the catalog`, async ({ page }) => {
       await page.goto(p.path);
       await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
-      await expect(page.getByTestId("empty-state")).toContainText(p.empty);
+      await expect(page.getByRole("main")).toContainText(p.shows);
+      await expect(page.getByTestId("empty-state")).toHaveCount(0);
       // The footer reads the health query: the catalog is the embedded SQLite default.
       await expect(page.getByTestId("health")).toContainText("sqlite");
-      await expect(page.getByRole("link", { name: p.heading })).toHaveAttribute("aria-current", "page");
+      await expect(page.getByRole("link", { name: p.heading, exact: true })).toHaveAttribute("aria-current", "page");
       await page.screenshot({ path: `e2e/screenshots/${p.path.slice(1)}.png`, fullPage: true });
     });
   }
@@ -35,7 +38,7 @@ test.describe("signed in as an operator", () => {
   test("navigation reaches every page", async ({ page }) => {
     await page.goto("/repositories");
     for (const p of PAGES) {
-      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: p.heading }).click();
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: p.heading, exact: true }).click();
       await expect(page).toHaveURL(new RegExp(`${p.path}$`));
       await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
     }
