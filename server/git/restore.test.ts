@@ -478,3 +478,37 @@ describe("a host object store", () => {
     expect(inspect(machine.into).tree).toBe(captured.manifest.tree);
   });
 });
+
+describe("a host whose checkout filters change the files written", () => {
+  it("keeps the worktree as written and names the files that differ (TREE_MISMATCH)", async () => {
+    const root = initRepository({ ".gitattributes": "*.txt filter=shout\n", "a.txt": "quiet\n", "b.md": "plain\n" });
+    write(root, "c.txt", "also quiet\n");
+    const blobs = new Map<string, Buffer>();
+    const manifest = await captureInto(root, blobs);
+    // This host's global configuration has a smudge filter that the capturing host did not.
+    const config = join(temporaryDirectory(), "gitconfig");
+    writeFileSync(config, '[filter "shout"]\n\tsmudge = tr a-z A-Z\n');
+    const machine = secondMachine();
+    const report = await restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest }, machine.into, {
+      ...options(blobs, machine.stateDir),
+      baseEnv: { ...process.env, GIT_CONFIG_GLOBAL: config },
+    });
+    expect(report.result).toMatchObject({
+      status: "degraded",
+      holds: { stage: "exact", tree: manifest.tree },
+      missing: { changeSets: [], paths: ["a.txt", "c.txt"], cause: "TREE_MISMATCH" },
+    });
+    expect(readFileSync(join(machine.into, "a.txt"), "utf8")).toBe("QUIET\n");
+    expect(readFileSync(join(machine.into, "b.md"), "utf8")).toBe("plain\n");
+
+    const exact = await restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest }, secondMachine().into, {
+      ...options(blobs, machine.stateDir),
+      baseEnv: { ...process.env, GIT_CONFIG_GLOBAL: config },
+      exactOnly: true,
+    }).then(
+      () => null,
+      (e: unknown) => e as StrataError,
+    );
+    expect(exact?.code).toBe("TREE_MISMATCH");
+  });
+});

@@ -93,6 +93,8 @@ export function isDegradableFailure(error: unknown): error is StrataError & { co
 }
 
 const DEFAULT_FETCH_TIMEOUT_MS = 10 * 60_000;
+/** Per git call: writing a very large worktree takes a while. */
+const DEFAULT_TIMEOUT_MS = 30 * 60_000;
 
 interface Held {
   stage: RestoreStage;
@@ -148,7 +150,7 @@ export async function restoreWorktree(
       cwd: staging.dir,
       gitPath: opts.gitPath,
       baseEnv: opts.baseEnv,
-      timeoutMs: opts.timeoutMs,
+      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       signal: opts.signal,
     });
     const gitDir = join(staging.dir, ".git");
@@ -245,7 +247,7 @@ async function build(c: BuildContext): Promise<Built> {
   const tree = await c.git.run(commitTree(closest.oid));
   await clock.time("reconstruct", () => c.git.run(readTreeToIndex(c.indexFile, closest.oid)));
   await materialize(c);
-  const differing = await verifyFiles(c);
+  const differing = await verifyFiles(c, tree);
   const readable = await readablePatchPaths(c, manifest.patches);
   return {
     held: {
@@ -289,7 +291,7 @@ async function atRecordedHead(c: BuildContext): Promise<Held> {
   }
   if (cause && opts.exactOnly) throw cause;
   await materialize(c);
-  const differing = await verifyFiles(c);
+  const differing = await verifyFiles(c, chain.tree);
   if (differing.length > 0) {
     const mismatch = new StrataError(
       "TREE_MISMATCH",
@@ -321,12 +323,18 @@ async function materialize(c: BuildContext): Promise<void> {
   await c.clock.time("materialize", () => c.git.run(checkoutIndex(c.indexFile)));
 }
 
-async function verifyFiles(c: BuildContext): Promise<string[]> {
+/** Re-reads every file written and returns the paths whose content differs from the index. */
+async function verifyFiles(c: BuildContext, tree: string): Promise<string[]> {
   c.opts.onProgress?.({ phase: "verify", message: "checking every file against its recorded blob" });
   return c.clock.time("verify", async () => {
     const differing = await c.git.run(filesDifferingFromIndex(c.indexFile));
-    // The index still holds the tree the files were written from.
-    await c.git.run(writeTree(c.indexFile));
+    // The index the files were checked against must still be the tree they were written from.
+    const indexTree = await c.git.run(writeTree(c.indexFile));
+    if (indexTree !== tree) {
+      throw new StrataError("TREE_MISMATCH", `The restored index holds tree ${indexTree}, not ${tree}.`, {
+        data: { expected: tree, actual: indexTree },
+      });
+    }
     return differing;
   });
 }
