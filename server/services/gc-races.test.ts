@@ -28,6 +28,13 @@ import {
 const HOUR = 3600;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A latch: `reached` resolves once `open()` is called (the held transaction did its write). */
+function latch(): { reached: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => (open = resolve));
+  return { reached, open };
+}
+
 describeEachDatabase("collection races", (catalog) => {
   let owner: Owner;
   let manifest: string;
@@ -101,11 +108,13 @@ describeEachDatabase("collection races", (catalog) => {
     const [a, b] = await deadPrefix();
     const c = await storedLayer(db(), { parentUuid: b.uuid });
     const target = await createCapturingSnapshot(db(), owner);
+    const published = latch();
     const held = inTransaction(db(), async (tx) => {
       await publishSnapshot(tx, { snapshotId: target, manifestDigest: manifest, layers: [b, c], heads: [c.uuid] });
+      published.open();
       await sleep(400);
     });
-    await sleep(100);
+    await published.reached;
     const run = await collect();
     await held;
     expect(run.status).toBe("finished");
@@ -177,6 +186,7 @@ describeEachDatabase("collection races", (catalog) => {
     const [, b2] = await deadPrefix();
     const twin2: LayerDescriptor = { ...twin, uuid: randomUUID(), digest: b2.digest, sizeBytes: b2.sizeBytes };
     const target2 = await createCapturingSnapshot(db(), owner);
+    const published2 = latch();
     const held = inTransaction(db(), async (tx) => {
       await publishSnapshot(tx, {
         snapshotId: target2,
@@ -184,9 +194,10 @@ describeEachDatabase("collection races", (catalog) => {
         layers: [twin2],
         heads: [twin2.uuid],
       });
+      published2.open();
       await sleep(400);
     });
-    await sleep(100);
+    await published2.reached;
     await collect();
     await held;
     await collect();

@@ -18,6 +18,13 @@ import { createCapturingSnapshot, createOwner, storeBytes, storedLayer, type Own
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A latch: `reached` resolves once `open()` is called (the held transaction did its write). */
+function latch(): { reached: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => (open = resolve));
+  return { reached, open };
+}
+
 async function errorOf(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise;
@@ -223,12 +230,14 @@ describeEachDatabase("pins", (catalog) => {
   it("forces both orders of pin and retirement with held-open transactions", async () => {
     // The pin commits first (its transaction is held while retirement starts): heads stay.
     const first = await ready();
+    const pinned = latch();
     const holdPin = inTransaction(db(), async (tx) => {
       const pin = await pinSnapshot(tx, { snapshotId: first, pinId: randomUUID() });
+      pinned.open();
       await sleep(300);
       return pin;
     });
-    await sleep(50);
+    await pinned.reached;
     const retired = await retireSnapshot(db(), { snapshotId: first, actor: { type: "system" } });
     expect((await holdPin).released).toBe(false);
     expect(retired.activePins).toBe(1);
@@ -239,11 +248,13 @@ describeEachDatabase("pins", (catalog) => {
 
     // Retirement commits first (held open while the pin starts): the pin is refused.
     const second = await ready();
+    const retiring = latch();
     const holdRetire = inTransaction(db(), async (tx) => {
       await retireSnapshot(tx, { snapshotId: second, actor: { type: "system" } });
+      retiring.open();
       await sleep(300);
     });
-    await sleep(50);
+    await retiring.reached;
     const refused = await errorOf(pinSnapshot(db(), { snapshotId: second, pinId: randomUUID() }));
     await holdRetire;
     expect(isStrataError(refused, "PIN_REFUSED")).toBe(true);
@@ -276,11 +287,13 @@ describeEachDatabase("pins", (catalog) => {
     // Forced: the release is held open while the pin arrives.
     const s = await ready();
     const pinId = randomUUID();
+    const releasing = latch();
     const holdRelease = inTransaction(db(), async (tx) => {
       await releasePin(tx, { snapshotId: s, pinId });
+      releasing.open();
       await sleep(300);
     });
-    await sleep(50);
+    await releasing.reached;
     const late = await errorOf(pinSnapshot(db(), { snapshotId: s, pinId }));
     await holdRelease;
     expect(isStrataError(late, "PIN_CLOSED")).toBe(true);
