@@ -11,7 +11,7 @@
 //            restores the next plan in the same job.
 //   sweep, gc  the lineage sweeper and collection (collection has its own lease and fencing).
 import { existsSync } from "node:fs";
-import { rename, rm } from "node:fs/promises";
+import { rename, rm, rmdir } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { DatabaseKind, Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
@@ -307,7 +307,10 @@ async function runRestore(
     const { result, hasTree } = memo.staged!;
     if (hasTree && existsSync(jobDir)) {
       await checkTarget(into);
-      await rm(into, { recursive: true, force: true }); // empty or absent (checked just now)
+      // Empty or absent (checked just now); rmdir refuses anything written there since.
+      await rmdir(into).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "ENOENT") throw error;
+      });
       await rename(jobDir, into);
     }
     checkpoint("restore:placed");
