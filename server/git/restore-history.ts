@@ -208,7 +208,12 @@ export class RestoreHistory {
       });
     } catch (error) {
       if (isStrataError(error, "BLOB_MISSING") || isStrataError(error, "BLOB_CORRUPT")) {
-        this.bundleFailure = error;
+        const what = error.code === "BLOB_MISSING" ? "is not stored" : "is damaged";
+        this.bundleFailure = new StrataError(
+          error.code,
+          `The bundle of unpushed commits (blob ${bundle.digest}) ${what}.`,
+          { data: { digest: bundle.digest }, cause: error },
+        );
         return null;
       }
       throw error;
