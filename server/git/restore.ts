@@ -132,7 +132,8 @@ function round(ms: number): number {
  * Restores a snapshot record into `into` (new or empty). Resolves with what the worktree holds;
  * rejects only with INVALID_SNAPSHOT, UNSAFE_TARGET, a failure that is not about the snapshot's
  * content (git missing, a timeout, an abort…), or, with `exactOnly`, the first content failure.
- * Nothing is left behind on failure, and nothing but `into` (and its parent) is created.
+ * Nothing is left behind on failure; nothing is created but `into` (with its parent) and the
+ * host's state directory.
  */
 export async function restoreWorktree(
   record: RestoreRecord,
@@ -141,7 +142,7 @@ export async function restoreWorktree(
 ): Promise<RestoreReport> {
   const manifest = checkRestoreRecord(record);
   const target = await checkTarget(into);
-  opts.signal?.throwIfAborted();
+  if (opts.signal?.aborted) throw new StrataError("ABORTED", "The restore was aborted before it started.");
   const clock = phaseClock();
   const warnings = [...(await removeStaleRestores(opts.stateDir)), ...captureWarnings(manifest)];
   const staging = await createStaging(target, opts.stateDir);
