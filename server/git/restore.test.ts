@@ -60,6 +60,8 @@ function expectRecorded(dir: string, manifest: CaptureManifest) {
   expect(seen.head).toBe(manifest.head);
   expect(seen.branch).toBe(manifest.branch);
   expect(seen.remotes).toBe(manifest.remotes.map((r) => `remote.${r.name}.url ${r.url}`).join("\n"));
+  expect(gitMaybe(dir, ["config", "strata.restoredFrom"])).toBe(SNAPSHOT_ID);
+  expect(gitMaybe(dir, ["config", "strata.restoreStage"])).toBe("exact");
   // Its own object store: nothing borrowed from the first machine.
   expect(existsSync(join(dir, ".git", "objects", "info", "alternates"))).toBe(false);
 }
@@ -395,6 +397,7 @@ describe("the closest commit and nothing", () => {
       },
     });
     expect(inspect(machine.into)).toMatchObject({ head: base, branch: "main", dirtyFiles: "", strays: "" });
+    expect(gitMaybe(machine.into, ["config", "strata.restoreStage"])).toBe("closest-commit");
     expect(report.result.missing.nextStep).toContain(second.head!.slice(0, 12));
   });
 

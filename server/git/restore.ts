@@ -188,7 +188,7 @@ export async function restoreWorktree(
       await staging.discard();
       return { path: null, result: { ...result, timings: timings(commitsFrom) } };
     }
-    await finalizeRepository(git, manifest, held, history);
+    await finalizeRepository(git, record.snapshotId, manifest, held, history);
     const missingCommits = await commitsNotHeld(git, manifest);
     if (history.shallow) {
       warnings.push({
@@ -393,10 +393,15 @@ async function borrowObjects(gitDir: string, store: string): Promise<void> {
 /** HEAD and the branch as recorded, the recorded remotes, and refs for commits known pushed. */
 async function finalizeRepository(
   git: GitRunner,
+  snapshotId: string,
   manifest: CaptureManifest,
   held: Held,
   history: RestoreHistory,
 ): Promise<void> {
+  // Which snapshot this worktree was restored from, and how far: a later capture here can name
+  // the original in degradedFrom when the restore was partial.
+  await git.run(setConfig("strata.restoredFrom", snapshotId));
+  await git.run(setConfig("strata.restoreStage", held.stage));
   if (held.head) {
     if (manifest.branch) {
       await git.run(setRef(`refs/heads/${manifest.branch}`, held.head));
