@@ -89,7 +89,7 @@ export function remoteRestorePort(opts: RemoteRestoreOptions): RestorePort {
   };
 
   return {
-    getSnapshot: (snapshotId) => call(() => client.snapshot.get.query({ snapshotId })),
+    getSnapshot: (snapshotId) => call(() => client.snapshot.get.query({ snapshotId, includeRetired: true })),
     acquire: (input) => call(() => client.workspace.acquire.mutate(input)),
     reportRestore: (input) => call(() => client.workspace.reportRestore.mutate(input)),
     async pin(snapshotId, pinId, expiresInSeconds) {

@@ -180,7 +180,7 @@ async function publishedEarlier(
   });
   if (!row || row.predecessorId !== memo.observedHeadId) return null;
   if (row.sourceHost !== source.host || row.sourceWorkspace !== source.workspace) return null;
-  const snapshot = await getSnapshot(db, { snapshotId: current, agent });
+  const snapshot = await getSnapshot(db, { snapshotId: current, agent, includeRetired: true });
   const restorePort = localRestorePort(db, agent);
   const { manifest } = await loadCaptureManifest(restorePort, snapshot);
   const full = captureManifestSchema.parse(manifest);

@@ -32,7 +32,7 @@ export interface RestorePort extends BlobSource {
 /** The catalog in this process's database. */
 export function localRestorePort(db: Db, agent: AgentScope): RestorePort {
   return {
-    getSnapshot: (snapshotId) => getSnapshot(db, { snapshotId, agent }),
+    getSnapshot: (snapshotId) => getSnapshot(db, { snapshotId, agent, includeRetired: true }),
     async open(digest) {
       const info = await statBlob(db, digest);
       if (!info) throw blobMissing(digest);

@@ -82,7 +82,7 @@ export async function exportSnapshot(
   db: Db,
   opts: { agent: AgentScope; snapshotId: string; out: Writable; now?: Date },
 ): Promise<ExportSummary> {
-  const snapshot = await getSnapshot(db, { snapshotId: opts.snapshotId, agent: opts.agent });
+  const snapshot = await getSnapshot(db, { snapshotId: opts.snapshotId, agent: opts.agent, includeRetired: true });
   const port = localRestorePort(db, opts.agent);
   const full = await loadCaptureManifest(port, snapshot);
   const manifest = captureManifestSchema.parse(full.manifest);

@@ -12,7 +12,8 @@ export const snapshotListInput = z.object({
 });
 export type SnapshotListInput = z.input<typeof snapshotListInput>;
 
-const HIDDEN_STATES = ["retired", "deleting", "deleted"];
+/** States that get and list hide unless asked: a retired snapshot is gone for new work. */
+export const HIDDEN_STATES = ["retired", "deleting", "deleted"];
 
 export const snapshotSummarySelect = {
   id: true,

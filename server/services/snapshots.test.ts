@@ -1,6 +1,7 @@
 import { expect, it } from "vitest";
 import { describeEachDatabase } from "../db/test-databases.ts";
 import { isStrataError } from "../domain/errors.ts";
+import { retireSnapshot } from "./retirement.ts";
 import { getSnapshot } from "./snapshots.ts";
 import { makeAgent, oid, publishClean, scenario } from "./test-lineage.ts";
 
@@ -25,5 +26,24 @@ describeEachDatabase("getSnapshot", (catalog) => {
     expect(old.supersededAt).not.toBeNull();
     const hidden = await getSnapshot(db, { agent: other, snapshotId: b1.snapshot.id }).catch((e: unknown) => e);
     expect(isStrataError(hidden, "NOT_FOUND")).toBe(true);
+  });
+});
+
+describeEachDatabase("getSnapshot after retirement", (catalog) => {
+  it("hides a retired snapshot like snapshot.list does, unless asked for it", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const b0 = await publishClean(db, agent, scenario(), "main@1", null);
+    await retireSnapshot(db, {
+      snapshotId: b0.snapshot.id,
+      agentId: agent.agentId,
+      actor: { type: "agent", id: agent.agentId },
+      reason: "no longer wanted",
+    });
+
+    const hidden = await getSnapshot(db, { agent, snapshotId: b0.snapshot.id }).catch((e: unknown) => e);
+    expect(isStrataError(hidden, "NOT_FOUND")).toBe(true);
+    const shown = await getSnapshot(db, { agent, snapshotId: b0.snapshot.id, includeRetired: true });
+    expect(shown).toMatchObject({ id: b0.snapshot.id, state: "retired" });
   });
 });

@@ -1,6 +1,7 @@
 // Reading one snapshot, scoped to the agent that owns it, and the row <-> view mapping the
 // lineage services share.
 import { z } from "zod";
+import { HIDDEN_STATES } from "./snapshot-list.ts";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
@@ -100,14 +101,25 @@ const snapshotDetailSelect = {
   repository: { select: { id: true, identity: true, name: true } },
 } satisfies Prisma.SnapshotSelect;
 
-export const getSnapshotInput = z.object({ snapshotId: entityIdSchema });
+export const getSnapshotInput = z.object({
+  snapshotId: entityIdSchema,
+  /** Retired (and deleting/deleted) snapshots are hidden unless asked for, as in snapshot.list. */
+  includeRetired: z.boolean().default(false),
+});
 export type GetSnapshotInput = z.input<typeof getSnapshotInput>;
 
-/** One snapshot of the calling agent, in any state. Another agent's snapshot is NOT_FOUND. */
+/**
+ * One snapshot of the calling agent. Another agent's snapshot is NOT_FOUND, and so is a retired
+ * one unless includeRetired (restores under an established pin still read it).
+ */
 export async function getSnapshot(db: Db, opts: GetSnapshotInput & { agent: AgentScope }): Promise<SnapshotDetail> {
-  const { snapshotId } = getSnapshotInput.parse(opts);
+  const { snapshotId, includeRetired } = getSnapshotInput.parse(opts);
   const row = await db.snapshot.findFirst({
-    where: { id: snapshotId, agentId: opts.agent.agentId },
+    where: {
+      id: snapshotId,
+      agentId: opts.agent.agentId,
+      ...(includeRetired ? {} : { state: { notIn: HIDDEN_STATES } }),
+    },
     select: snapshotDetailSelect,
   });
   if (!row) throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
