@@ -30,6 +30,8 @@ describe("remote URLs without credentials", () => {
         ["remote.origin.url", "https://second/url"],
         ["core.autocrlf", "true"],
         ["remote.fork.name.with.dots.url", "git@host:fork.git"],
+        ["remote.tunnel.url", "ext::ssh -i key host %S 'repo'"],
+        ["remote.cached.url", "persistent-https::https://tok@host/repo"],
       ]),
     ).toEqual([
       { name: "origin", url: "https://github.com/acme/app.git" },

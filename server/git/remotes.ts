@@ -46,7 +46,11 @@ export function credentialFreeUrl(raw: string): string {
   return url;
 }
 
-/** Remotes from `remote.<name>.url` configuration pairs, first URL per remote, in file order. */
+/**
+ * Remotes from `remote.<name>.url` configuration pairs, first URL per remote, in file order.
+ * Remotes reached through a remote helper (`ext::…`, `persistent-https::…`) are left out: a
+ * restore never runs a helper, so a record naming one could not be restored at all.
+ */
 export function recordedRemotes(config: ReadonlyArray<readonly [string, string]>): RecordedRemote[] {
   const remotes: RecordedRemote[] = [];
   const seen = new Set<string>();
@@ -56,6 +60,7 @@ export function recordedRemotes(config: ReadonlyArray<readonly [string, string]>
     const name = match[1] ?? "";
     if (seen.has(name)) continue;
     seen.add(name);
+    if (HELPER_URL.test(value.trim())) continue;
     remotes.push({ name, url: credentialFreeUrl(value) });
   }
   return remotes;
