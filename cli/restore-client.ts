@@ -1,56 +1,11 @@
 // Restoring against a Strata server over HTTP with an agent token: tRPC (superjson) for the
 // snapshot record, the workspace decision and the report; GET /api/blobs/<sha256> for the
 // bytes, streamed. Failures come back as the StrataErrors the server raised.
-import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
-import superjson from "superjson";
-import { ERROR_CODES, StrataError, type ErrorCode } from "../server/domain/errors.ts";
+import { StrataError } from "../server/domain/errors.ts";
 import type { RestorePort } from "../server/services/restore-snapshot.ts";
-import type { AppRouter } from "../server/trpc/root.ts";
+import { connectServer, fromShape, remoteError, type ServerOptions } from "./server-client.ts";
 
-export interface RemoteRestoreOptions {
-  /** The server's address, e.g. https://strata.example.com */
-  url: string;
-  /** An agent token. */
-  token: string;
-  fetch?: typeof fetch;
-}
-
-function isErrorCode(code: unknown): code is ErrorCode {
-  return typeof code === "string" && code in ERROR_CODES;
-}
-
-interface StrataShape {
-  code?: unknown;
-  message?: string;
-  hint?: string | null;
-  data?: Record<string, unknown> | null;
-}
-
-function fromShape(shape: StrataShape | undefined, fallback: string): StrataError | null {
-  if (!shape || !isErrorCode(shape.code)) return null;
-  return new StrataError(shape.code, shape.message ?? fallback, {
-    hint: shape.hint ?? undefined,
-    data: shape.data ?? undefined,
-  });
-}
-
-/** The StrataError behind a failed call; UNAVAILABLE when the server was not reached. */
-function remoteError(error: unknown): StrataError {
-  if (error instanceof StrataError) return error;
-  if (error instanceof TRPCClientError) {
-    const typed = fromShape((error.data as { strata?: StrataShape } | undefined)?.strata, error.message);
-    if (typed) return typed;
-    if (error.data === undefined || error.data === null) {
-      return new StrataError("UNAVAILABLE", `The Strata server could not be reached: ${error.message}`, {
-        cause: error,
-      });
-    }
-    return new StrataError("INTERNAL", `The Strata server failed: ${error.message}`, { cause: error });
-  }
-  return new StrataError("UNAVAILABLE", `The Strata server could not be reached: ${(error as Error).message}`, {
-    cause: error,
-  });
-}
+export type RemoteRestoreOptions = ServerOptions;
 
 async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
   const reader = body.getReader();
@@ -72,21 +27,7 @@ async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
 }
 
 export function remoteRestorePort(opts: RemoteRestoreOptions): RestorePort {
-  const base = opts.url.replace(/\/+$/, "");
-  const authorization = `Bearer ${opts.token}`;
-  const doFetch = opts.fetch ?? fetch;
-  const client = createTRPCClient<AppRouter>({
-    links: [
-      httpBatchLink({ url: `${base}/api/trpc`, transformer: superjson, headers: { authorization }, fetch: doFetch }),
-    ],
-  });
-  const call = async <T>(fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (error) {
-      throw remoteError(error);
-    }
-  };
+  const { client, call, authorization, fetch: doFetch, blobUrl } = connectServer(opts);
 
   return {
     getSnapshot: (snapshotId) => call(() => client.snapshot.get.query({ snapshotId, includeRetired: true })),
@@ -101,12 +42,12 @@ export function remoteRestorePort(opts: RemoteRestoreOptions): RestorePort {
     async open(digest, signal) {
       let response: Response;
       try {
-        response = await doFetch(`${base}/api/blobs/${digest}`, { headers: { authorization }, signal });
+        response = await doFetch(blobUrl(digest), { headers: { authorization }, signal });
       } catch (error) {
         throw remoteError(error);
       }
       if (!response.ok || !response.body) {
-        const body = (await response.json().catch(() => null)) as { error?: StrataShape } | null;
+        const body = (await response.json().catch(() => null)) as { error?: Parameters<typeof fromShape>[0] } | null;
         throw (
           fromShape(body?.error, `GET /api/blobs/${digest} answered ${response.status}.`) ??
           new StrataError(

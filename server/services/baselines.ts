@@ -9,8 +9,8 @@ import { StrataError } from "../domain/errors.ts";
 import { manifestDigest, manifestSchema } from "../domain/manifest.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import { baselineKeySchema, entityIdSchema, objectIdSchema, sourceSchema } from "../domain/snapshot-keys.ts";
-import type { PublishBaselineResult } from "../domain/views.ts";
-import { findOrCreateRepository } from "./repositories.ts";
+import type { PublishBaselineResult, SnapshotRef } from "../domain/views.ts";
+import { findOrCreateRepository, findRepository } from "./repositories.ts";
 import { snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
 
 export const publishBaselineInput = z.object({
@@ -106,4 +106,29 @@ export async function publishBaseline(
       throw error;
     }
   });
+}
+
+export const baselineHeadInput = z.object({ key: baselineKeySchema });
+
+/** The ready baseline of the calling agent's key, or null: what a publisher observes before capturing. */
+export async function findBaselineHead(
+  db: Db,
+  opts: z.input<typeof baselineHeadInput> & { agent: AgentScope },
+): Promise<SnapshotRef | null> {
+  const { key } = baselineHeadInput.parse(opts);
+  const repository = await findRepository(db, key.repository.identity);
+  if (!repository) return null;
+  const row = await db.snapshot.findFirst({
+    where: {
+      agentId: opts.agent.agentId,
+      repositoryId: repository.id,
+      backendKind: key.backendKind,
+      baseImage: key.baseImage,
+      canonicalRef: key.canonicalRef,
+      class: "baseline",
+      state: "ready",
+    },
+    select: snapshotRefSelect,
+  });
+  return row ? toSnapshotRef(row) : null;
 }

@@ -95,6 +95,7 @@ describeEachDatabase("agent API", (catalog, kind) => {
   /** Every agent procedure, called with inputs that name Alice's things. */
   const procedures: Record<string, (c: Caller) => Promise<unknown>> = {
     "baseline.publish": (c) => c.baseline.publish(publishInput("main@bob", world.baselineId)),
+    "baseline.head": (c) => c.baseline.head({ key: publishInput("main@1", null).key }),
     "checkpoint.append": (c) => c.checkpoint.append(appendInput(world.workContextId, world.checkpointId, "bob-work")),
     "workspace.acquire": (c) => c.workspace.acquire(acquireInput(world.workContextId)),
     "workspace.reportRestore": (c) =>
@@ -122,6 +123,12 @@ describeEachDatabase("agent API", (catalog, kind) => {
         code: "BASELINE_STALE",
         data: { currentHeadId: null, currentCommit: null },
       });
+    },
+    "baseline.head": async (bob) => {
+      // The same key under Bob's name holds nothing; Alice sees her own head.
+      expect(await procedures["baseline.head"]!(bob)).toBeNull();
+      const alice = callerFor(`Bearer ${world.aliceToken}`);
+      expect(await procedures["baseline.head"]!(alice)).toMatchObject({ id: world.baselineId, state: "ready" });
     },
     "checkpoint.append": async (bob) => {
       const lost = await failure(procedures["checkpoint.append"]!(bob));

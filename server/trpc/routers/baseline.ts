@@ -1,5 +1,10 @@
-import { publishBaseline, publishBaselineInput } from "../../services/baselines.ts";
-import { publishBaselineResultSchema } from "../../domain/views.ts";
+import {
+  baselineHeadInput,
+  findBaselineHead,
+  publishBaseline,
+  publishBaselineInput,
+} from "../../services/baselines.ts";
+import { publishBaselineResultSchema, snapshotRefSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 
 export const baselineRouter = router({
@@ -7,4 +12,8 @@ export const baselineRouter = router({
     .input(publishBaselineInput)
     .output(publishBaselineResultSchema)
     .mutation(({ ctx, input }) => publishBaseline(ctx.db, { ...input, agent: ctx.agent })),
+  head: agentProcedure
+    .input(baselineHeadInput)
+    .output(snapshotRefSchema.nullable())
+    .query(({ ctx, input }) => findBaselineHead(ctx.db, { ...input, agent: ctx.agent })),
 });

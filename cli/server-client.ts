@@ -1,0 +1,83 @@
+// One way to reach a Strata server over HTTP with an agent token: tRPC (superjson) for calls,
+// /api/blobs/<sha256> for bytes. Failures come back as the StrataErrors the server raised, so
+// callers check the same codes as against a local database.
+import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+import superjson from "superjson";
+import { ERROR_CODES, StrataError, type ErrorCode } from "../server/domain/errors.ts";
+import type { AppRouter } from "../server/trpc/root.ts";
+
+export interface ServerOptions {
+  /** The server's address, e.g. https://strata.example.com */
+  url: string;
+  /** An agent token (`strata agent create NAME` prints one). */
+  token: string;
+  fetch?: typeof fetch;
+}
+
+interface StrataShape {
+  code?: unknown;
+  message?: string;
+  hint?: string | null;
+  data?: Record<string, unknown> | null;
+}
+
+function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === "string" && code in ERROR_CODES;
+}
+
+/** The StrataError a server described (tRPC's error.data.strata, or a blob route's JSON body). */
+export function fromShape(shape: StrataShape | undefined | null, fallback: string): StrataError | null {
+  if (!shape || !isErrorCode(shape.code)) return null;
+  return new StrataError(shape.code, shape.message ?? fallback, {
+    hint: shape.hint ?? undefined,
+    data: shape.data ?? undefined,
+  });
+}
+
+/** The StrataError behind a failed call; `unreachable` (UNAVAILABLE) when the server was not reached. */
+export function remoteError(error: unknown, unreachable: ErrorCode = "UNAVAILABLE"): StrataError {
+  if (error instanceof StrataError) return error;
+  if (error instanceof TRPCClientError) {
+    const typed = fromShape((error.data as { strata?: StrataShape } | undefined)?.strata, error.message);
+    if (typed) return typed;
+    if (error.data === undefined || error.data === null) {
+      return new StrataError(unreachable, `The Strata server could not be reached: ${error.message}`, { cause: error });
+    }
+    return new StrataError("INTERNAL", `The Strata server failed: ${error.message}`, { cause: error });
+  }
+  return new StrataError(unreachable, `The Strata server could not be reached: ${(error as Error).message}`, {
+    cause: error,
+  });
+}
+
+/** The StrataError of a blob route's non-OK response. */
+export async function blobResponseError(
+  response: Response,
+  what: string,
+  fallbackCode: ErrorCode,
+): Promise<StrataError> {
+  const body = (await response.json().catch(() => null)) as { error?: StrataShape } | null;
+  const message = `${what} answered ${response.status}.`;
+  return fromShape(body?.error, message) ?? new StrataError(fallbackCode, message);
+}
+
+export function connectServer(opts: ServerOptions) {
+  const base = opts.url.replace(/\/+$/, "");
+  const authorization = `Bearer ${opts.token}`;
+  const doFetch = opts.fetch ?? fetch;
+  const client = createTRPCClient<AppRouter>({
+    links: [
+      httpBatchLink({ url: `${base}/api/trpc`, transformer: superjson, headers: { authorization }, fetch: doFetch }),
+    ],
+  });
+  /** Runs a tRPC call, turning its failure into the server's StrataError. */
+  const call = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (error) {
+      throw remoteError(error);
+    }
+  };
+  const blobUrl = (digest: string) => `${base}/api/blobs/${digest}`;
+  return { client, call, authorization, fetch: doFetch, blobUrl };
+}
