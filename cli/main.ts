@@ -3,6 +3,7 @@ import { ZodError } from "zod";
 import { ConfigError } from "../server/config.ts";
 import { StrataError } from "../server/domain/errors.ts";
 import { registerAgent } from "./commands/agent.ts";
+import { registerDemo } from "./commands/demo.ts";
 import { registerCapture } from "./commands/capture.ts";
 import { registerGc } from "./commands/gc.ts";
 import { registerMigrate } from "./commands/migrate.ts";
@@ -22,6 +23,7 @@ const program = new Command()
 registerServe(program);
 registerMigrate(program);
 registerAgent(program);
+registerDemo(program);
 registerCapture(program);
 registerGc(program);
 registerSweep(program);
