@@ -19,6 +19,11 @@ export const manifestSchema = z.object({
   branch: z.string().trim().min(1).max(250).nullable(),
   blobDigests: z.array(blobDigestSchema).max(100_000),
   sizeBytes: z.number().int().nonnegative().default(0),
+  /**
+   * Set by a capture in a partly restored worktree: the snapshot it could not fully restore,
+   * which stays the checkout's restore target while that partial restore is held.
+   */
+  degradedFrom: z.string().trim().min(1).max(200).nullable().optional(),
 });
 export type Manifest = z.infer<typeof manifestSchema>;
 

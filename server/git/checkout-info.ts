@@ -14,6 +14,8 @@ export interface CheckoutInfo {
   identity: string | null;
   /** The branch `refs/remotes/<preferred remote>/HEAD` names, when it is set. */
   remoteDefaultBranch: string | null;
+  /** The snapshot a Strata restore wrote this checkout from, and how far it got (restore.ts). */
+  restoredFrom: { snapshotId: string; stage: string } | null;
 }
 
 export async function describeCheckout(dir: string, opts: Omit<GitRunnerOptions, "cwd"> = {}): Promise<CheckoutInfo> {
@@ -38,5 +40,9 @@ export async function describeCheckout(dir: string, opts: Omit<GitRunnerOptions,
     });
     if (target?.startsWith(prefix)) remoteDefaultBranch = target.slice(prefix.length);
   }
-  return { layout, remotes, identity: repositoryIdentity(remotes), remoteDefaultBranch };
+  // git prints configuration keys in lower case.
+  const strata = new Map(await git.run(configMatching("^strata\\.restore(dfrom|stage)$")));
+  const snapshotId = strata.get("strata.restoredfrom");
+  const restoredFrom = snapshotId ? { snapshotId, stage: strata.get("strata.restorestage") ?? "exact" } : null;
+  return { layout, remotes, identity: repositoryIdentity(remotes), remoteDefaultBranch, restoredFrom };
 }

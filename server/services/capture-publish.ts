@@ -145,6 +145,7 @@ export function catalogManifest(manifest: CaptureManifest, blob: ManifestBlob): 
     treeId: manifest.tree,
     head: manifest.head,
     branch: manifest.branch,
+    degradedFrom: manifest.degradedFrom ?? null,
     blobDigests: [...manifestBlobDigests(manifest), blob.digest],
     sizeBytes: manifestContentBytes(manifest) + blob.bytes.length,
   };
@@ -331,6 +332,9 @@ export async function captureAndPublish(port: CatalogPort, opts: CapturePublishO
       previous,
       signal: opts.signal,
       snapshotRef: { workContext },
+      // A worktree a restore wrote only partly names the snapshot it could not fully restore.
+      degradedFrom:
+        checkout.restoredFrom && checkout.restoredFrom.stage !== "exact" ? checkout.restoredFrom.snapshotId : null,
     });
     if (result.outcome === "unavailable") throw result.error;
     return result;

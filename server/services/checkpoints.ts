@@ -10,6 +10,7 @@ import { manifestDigest, manifestSchema } from "../domain/manifest.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import { entityIdSchema, lineageKeySchema, sourceSchema } from "../domain/snapshot-keys.ts";
 import type { AppendCheckpointResult } from "../domain/views.ts";
+import { isHeldDegradedOriginal } from "./degraded-targets.ts";
 import { findOrCreateLineage, lockLineageRow } from "./lineages.ts";
 import { findOrCreateRepository } from "./repositories.ts";
 import { observedHeadOf, snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
@@ -66,8 +67,15 @@ export async function appendCheckpoint(
       };
     }
 
+    // A capture of a partly restored worktree names the original only while the partial
+    // restore is held; afterwards its state is simply the checkout's new state.
+    const degradedFrom =
+      manifest.degradedFrom && (await isHeldDegradedOriginal(tx, agentId, manifest.degradedFrom, now))
+        ? manifest.degradedFrom
+        : null;
     const base = {
       class: "checkpoint",
+      degradedFromId: degradedFrom,
       agentId,
       repositoryId: repository.id,
       backendKind: key.backendKind,

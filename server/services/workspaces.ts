@@ -28,6 +28,7 @@ import {
   type RestoreView,
   type SnapshotRef,
 } from "../domain/views.ts";
+import { isHeldDegradedOriginal, releaseDegradedHolds } from "./degraded-targets.ts";
 import { createLineage } from "./lineages.ts";
 import { pinSnapshot, releasePin } from "./pins.ts";
 import { findOrCreateRepository } from "./repositories.ts";
@@ -139,6 +140,16 @@ function buildPlan(opts: {
   };
 }
 
+/** The original a head names in degradedFrom, when that partial restore is still held. */
+async function heldOriginalOf(tx: Db, headId: string, agentId: string, now: Date): Promise<SnapshotRefRow | null> {
+  const head = await tx.snapshot.findUnique({ where: { id: headId }, select: { degradedFromId: true } });
+  if (!head?.degradedFromId || !(await isHeldDegradedOriginal(tx, agentId, head.degradedFromId, now))) return null;
+  return tx.snapshot.findFirst({
+    where: { id: head.degradedFromId, agentId, state: { in: ["ready", "superseded"] } },
+    select: snapshotRefSelect,
+  });
+}
+
 /**
  * Decides where a workspace starts: this work context's own lineage head, else the ready
  * baseline of the key, else cold. Records the restore and pins the chosen snapshot.
@@ -194,8 +205,12 @@ export async function acquireWorkspace(
       lineageHead: head,
       baseline,
     });
-    const chosen: SnapshotRefRow | null =
+    let chosen: SnapshotRefRow | null =
       choice.rung === "checkpoint" ? head : choice.rung === "baseline" ? baseline : null;
+    // A head captured in a partly restored worktree does not replace the original it names
+    // while that partial restore is held: the original is tried first.
+    const original = choice.rung === "checkpoint" && head ? await heldOriginalOf(tx, head.id, agentId, now) : null;
+    if (original) chosen = original;
     // A new lineage records the snapshot it began from.
     const lineage: LineageFactsRow = existing ?? {
       ...(await createLineage(tx, lineageKey, chosen?.id ?? null)),
@@ -204,7 +219,13 @@ export async function acquireWorkspace(
 
     const restoreId = randomUUID();
     const pinId = chosen
-      ? await pinChosen(tx, { snapshotId: chosen.id, restoreId, agentId, now, states: ["ready"] })
+      ? await pinChosen(tx, {
+          snapshotId: chosen.id,
+          restoreId,
+          agentId,
+          now,
+          states: original ? ["ready", "superseded"] : ["ready"],
+        })
       : null;
     await tx.restore.create({
       data: {
@@ -399,6 +420,10 @@ export async function reportRestore(
 
     if (restore.snapshotId && restore.pinId && input.outcome !== "degraded") {
       await releasePin(tx, { snapshotId: restore.snapshotId, pinId: restore.pinId });
+    }
+    if (restore.snapshotId && input.outcome === "restored") {
+      // A full restore of a snapshot ends the holds of earlier partial restores of it.
+      await releaseDegradedHolds(tx, agentId, restore.snapshotId, now);
     }
     if (restore.snapshotId && input.outcome !== "failed") {
       // The sweeper's staleness clock: a restored head is in use.
