@@ -1,6 +1,5 @@
 // Positions for the (collapsed) lineage graph: dagre, left to right, oldest on the left.
 import dagre from "@dagrejs/dagre";
-import type { ViewGraph } from "../server/domain/lineage-graph.ts";
 
 export const NODE_WIDTH = 196;
 export const NODE_HEIGHT = 62;
@@ -10,7 +9,13 @@ export interface Positioned {
   ms: number;
 }
 
-export function layoutGraph(view: Pick<ViewGraph, "nodes" | "edges">): Positioned {
+/** What a layout needs: ids and edges (plain data, so it can go to a worker). */
+export interface LayoutInput {
+  nodes: { id: string }[];
+  edges: { source: string; target: string; kind: string }[];
+}
+
+export function layoutGraph(view: LayoutInput): Positioned {
   const started = performance.now();
   const g = new dagre.graphlib.Graph({ multigraph: false });
   g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 56, marginx: 16, marginy: 16 });

@@ -17,7 +17,8 @@ import {
 } from "@xyflow/react";
 import { memo, useEffect, useMemo, useRef, useState } from "react";
 import type { CollapsedGroup, GraphNode, ViewGraph } from "../server/domain/lineage-graph.ts";
-import { layoutGraph, NODE_HEIGHT, NODE_WIDTH } from "./graph-layout.ts";
+import { layoutGraphAsync } from "./graph-layout-async.ts";
+import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type Positioned } from "./graph-layout.ts";
 
 type SnapshotData = { node: GraphNode; context: boolean; selected: boolean; onSelect: (id: string) => void };
 type GroupData = { group: CollapsedGroup; selected: boolean; onSelect: (id: string) => void };
@@ -72,11 +73,12 @@ const GroupNodeView = memo(function GroupNodeView({ data }: NodeProps<GroupFlowN
         type="button"
         className="gnode-body"
         data-group-id={g.id}
-        aria-label={`${g.memberIds.length} collapsed ${g.class}s: ${states}`}
+        aria-label={`${g.memberIds.length} folded ${g.class}s${g.workContextId ? ` of ${g.workContextId}` : ""}: ${states}`}
         onClick={() => data.onSelect(g.id)}
       >
-        <span className="gnode-kind">collapsed chain</span>
+        <span className="gnode-kind">folded {g.class === "baseline" ? "baselines" : "checkpoints"}</span>
         <span className="gnode-title">
+          {g.class === "checkpoint" && g.workContextId ? `${g.workContextId} · ` : ""}
           {g.memberIds.length} {g.class}s
         </span>
         <span className="gnode-meta">{states}</span>
@@ -87,6 +89,8 @@ const GroupNodeView = memo(function GroupNodeView({ data }: NodeProps<GroupFlowN
 });
 
 const NODE_TYPES: NodeTypes = { snapshot: SnapshotNodeView, group: GroupNodeView };
+
+const MAX_LABELLED_EDGES = 150;
 
 const EDGE_STYLE: Record<string, { stroke: string; dash?: string; label?: string }> = {
   chain: { stroke: "#4b5563" },
@@ -104,8 +108,54 @@ export interface LineageGraphProps {
   onFirstRender?: (info: { layoutMs: number; nodes: number; edges: number }) => void;
 }
 
-export function LineageGraph({ view, contextIds, selectedId, onSelect, onFirstRender }: LineageGraphProps) {
-  const layout = useMemo(() => layoutGraph(view), [view]);
+/** Larger views are laid out in a worker (an expanded 5,000-node graph takes seconds). */
+const SYNC_LAYOUT_LIMIT = 600;
+
+export function LineageGraph({ view: wanted, contextIds, selectedId, onSelect, onFirstRender }: LineageGraphProps) {
+  const syncLayout = useMemo(() => (wanted.nodes.length <= SYNC_LAYOUT_LIMIT ? layoutGraph(wanted) : null), [wanted]);
+  const [asyncLayout, setAsyncLayout] = useState<{ view: ViewGraph; layout: Positioned } | null>(null);
+  useEffect(() => {
+    if (wanted.nodes.length <= SYNC_LAYOUT_LIMIT) return;
+    let live = true;
+    void layoutGraphAsync(wanted).then((layout) => {
+      if (live) setAsyncLayout({ view: wanted, layout });
+    });
+    return () => {
+      live = false;
+    };
+  }, [wanted]);
+  // Until a worker's layout arrives, the previous drawing stays (with a notice).
+  const shown = syncLayout ? { view: wanted, layout: syncLayout } : asyncLayout;
+  const pending = shown?.view !== wanted;
+  if (!shown) {
+    return (
+      <div className="status" role="status">
+        Laying out {wanted.nodes.length} nodes…
+      </div>
+    );
+  }
+  return (
+    <DrawnGraph
+      view={shown.view}
+      layout={shown.layout}
+      pending={pending ? wanted.nodes.length : null}
+      contextIds={contextIds}
+      selectedId={selectedId}
+      onSelect={onSelect}
+      onFirstRender={onFirstRender}
+    />
+  );
+}
+
+function DrawnGraph({
+  view,
+  layout,
+  pending,
+  contextIds,
+  selectedId,
+  onSelect,
+  onFirstRender,
+}: LineageGraphProps & { layout: Positioned; pending: number | null }) {
   const nodes = useMemo<(SnapshotFlowNode | GroupFlowNode)[]>(
     () =>
       view.nodes.map((v) => {
@@ -125,7 +175,9 @@ export function LineageGraph({ view, contextIds, selectedId, onSelect, onFirstRe
     () =>
       view.edges.map((e) => {
         const style = EDGE_STYLE[e.kind] ?? EDGE_STYLE.chain!;
-        const label = e.count > 1 ? `${style.label ?? ""} ×${e.count}`.trim() : style.label;
+        // Labels cost a text measurement each; on big graphs the legend and line styles say it.
+        const labelled = view.edges.length <= MAX_LABELLED_EDGES;
+        const label = !labelled ? undefined : e.count > 1 ? `${style.label ?? ""} ×${e.count}`.trim() : style.label;
         return {
           id: e.id,
           source: e.source,
@@ -135,6 +187,7 @@ export function LineageGraph({ view, contextIds, selectedId, onSelect, onFirstRe
           style: { stroke: style.stroke, strokeWidth: 1.5, strokeDasharray: style.dash },
           markerEnd: { type: MarkerType.ArrowClosed, color: style.stroke, width: 16, height: 16 },
           focusable: false,
+          className: `edge-${e.kind}`,
         };
       }),
     [view],
@@ -142,6 +195,16 @@ export function LineageGraph({ view, contextIds, selectedId, onSelect, onFirstRe
 
   const [initialized, setInitialized] = useState(false);
   const reported = useRef(false);
+  // Every redraw after a new layout: a mark with how many nodes, for the bench.
+  useEffect(() => {
+    if (!initialized) return;
+    const frame = requestAnimationFrame(() =>
+      requestAnimationFrame(() =>
+        performance.mark("strata:graph-drawn", { detail: { nodes: nodes.length, layoutMs: layout.ms } }),
+      ),
+    );
+    return () => cancelAnimationFrame(frame);
+  }, [initialized, nodes.length, layout.ms]);
   const instance = useRef<ReactFlowInstance<SnapshotFlowNode | GroupFlowNode> | null>(null);
   const firstView = useRef(view);
   // A new filter or an expanded chain: show the whole result again.
@@ -160,27 +223,34 @@ export function LineageGraph({ view, contextIds, selectedId, onSelect, onFirstRe
   }, [initialized, nodes.length, edges.length, layout.ms, onFirstRender]);
 
   return (
-    <ReactFlow
-      nodes={nodes}
-      edges={edges}
-      nodeTypes={NODE_TYPES}
-      onInit={(flow) => {
-        instance.current = flow;
-        setInitialized(true);
-      }}
-      // A click handler also gives nodes pointer events (they are neither draggable nor selectable).
-      onNodeClick={(_, node) => onSelect(node.id)}
-      onlyRenderVisibleElements
-      nodesDraggable={false}
-      nodesConnectable={false}
-      elementsSelectable={false}
-      fitView
-      fitViewOptions={{ maxZoom: 1, padding: 0.05 }}
-      minZoom={0.05}
-      maxZoom={2}
-    >
-      <Background gap={24} size={1} color="#d9dce1" />
-      <Controls showInteractive={false} />
-    </ReactFlow>
+    <>
+      {pending !== null ? (
+        <div className="graph-pending" role="status">
+          Laying out {pending} nodes…
+        </div>
+      ) : null}
+      <ReactFlow
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={NODE_TYPES}
+        onInit={(flow) => {
+          instance.current = flow;
+          setInitialized(true);
+        }}
+        // A click handler also gives nodes pointer events (they are neither draggable nor selectable).
+        onNodeClick={(_, node) => onSelect(node.id)}
+        onlyRenderVisibleElements
+        nodesDraggable={false}
+        nodesConnectable={false}
+        elementsSelectable={false}
+        fitView
+        fitViewOptions={{ maxZoom: 1, padding: 0.05 }}
+        minZoom={0.05}
+        maxZoom={2}
+      >
+        <Background gap={24} size={1} color="#d9dce1" />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+    </>
   );
 }

@@ -4,13 +4,16 @@
 // marks (strata:graph-data, strata:graph-rendered) that `npm run bench:ui` reads.
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { useCallback, useMemo, useState } from "react";
 import { collapseChains, filterGraph, type GraphFilter } from "../server/domain/lineage-graph.ts";
 import { LineageGraph, nodeLabel } from "./lineage-graph.tsx";
 import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 import { RetireDialog } from "./retire-dialog.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { useCan } from "./viewer.tsx";
+
+/** Above this many nodes after folding chain middles, long work contexts fold whole. */
+const MAX_FOLDED_NODES = 250;
 
 const STATES = ["capturing", "ready", "superseded", "retired", "failed", "deleting", "deleted"];
 
@@ -41,9 +44,8 @@ export function RepositoryGraphView({
     refetchOnWindowFocus: false,
   });
   const graph = query.data;
-  useEffect(() => {
-    if (graph) markOnce("strata:graph-data", { nodes: graph.nodes.length, edges: graph.edges.length });
-  }, [graph]);
+  // Marked while rendering: the moment the data is here, before anything is laid out.
+  if (graph) markOnce("strata:graph-data", { nodes: graph.nodes.length, edges: graph.edges.length });
 
   const [agentId, setAgentId] = useState("");
   const [workContextId, setWorkContextId] = useState(initialWorkContext);
@@ -62,10 +64,15 @@ export function RepositoryGraphView({
   );
   const filtered = useMemo(() => (graph ? filterGraph(graph, filter) : null), [graph, filter]);
   const allChains = useMemo(() => new Set(filtered?.nodes.map((n) => n.chainId) ?? []), [filtered]);
-  const view = useMemo(
-    () => (filtered ? collapseChains(filtered, { expanded: expandAll ? allChains : expanded }) : null),
-    [filtered, expanded, expandAll, allChains],
-  );
+  const view = useMemo(() => {
+    if (!filtered) return null;
+    const options = { expanded: expandAll ? allChains : expanded };
+    const folded = collapseChains(filtered, options);
+    // Still too many nodes to lay out and draw quickly: fold long work contexts whole.
+    return folded.nodes.length > MAX_FOLDED_NODES && !expandAll
+      ? { ...collapseChains(filtered, { ...options, foldWholeLineages: true }), wholeLineages: true }
+      : { ...folded, wholeLineages: false };
+  }, [filtered, expanded, expandAll, allChains]);
   const onSelect = useCallback((id: string) => setSelectedId(id), []);
   const onFirstRender = useCallback((info: { layoutMs: number; nodes: number; edges: number }) => {
     markOnce("strata:graph-rendered", info);

@@ -22,7 +22,7 @@ test("an operator opens a repository's lineage graph, expands a folded chain, fi
   await page.screenshot({ path: "e2e/screenshots/repository-graph.png", fullPage: true });
 
   // The long flaky-test chain is folded into one node; expanding it draws every checkpoint.
-  const folded = graph.getByRole("button", { name: /collapsed checkpoints/ });
+  const folded = graph.getByRole("button", { name: /folded checkpoints of issue-501-flaky-e2e/ });
   await expect(folded).toHaveCount(1);
   await folded.click();
   const detail = page.getByRole("complementary", { name: "Selected node" });

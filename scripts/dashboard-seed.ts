@@ -82,8 +82,15 @@ async function agent(db: Db, name: string): Promise<Agent> {
   return { scope: trustAgent(issued.agentId, issued.agentName), name };
 }
 
+/**
+ * The story's "days" are squeezed to 30% (three weeks into about six days), inside the
+ * sweeper's 7-day retention and 14-day staleness windows: a worker sweeping at start-up
+ * changes nothing, so the pages show the history as written.
+ */
+const TIME_SCALE = 0.3;
+
 function at(ctx: Ctx, daysAgo: number): Date {
-  return new Date(ctx.now - daysAgo * DAY);
+  return new Date(ctx.now - daysAgo * DAY * TIME_SCALE);
 }
 
 async function baseline(ctx: Ctx, who: Agent, repo: string, label: string, observed: string | null, daysAgo: number) {
@@ -407,7 +414,7 @@ export async function seedLargeRepository(
   const heads = new Map<string, string | null>();
   let done = 0;
   let lineage = 0;
-  const span = 60;
+  const span = 20;
   for (let round = 0; round < ROUNDS; round += 1) {
     const day = span - round * (span / ROUNDS);
     for (const a of agents) {

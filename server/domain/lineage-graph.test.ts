@@ -22,7 +22,7 @@ function node(id: string, over: Partial<GraphNode> = {}): GraphNode {
 }
 
 function edge(source: string, target: string, kind: GraphEdge["kind"]): GraphEdge {
-  return { id: `${kind}:${source}->${target}`, source, target, kind };
+  return { source, target, kind };
 }
 
 /** A baseline B (ready) seeding a lineage of `length` checkpoints c1..cN (cN ready). */
@@ -95,6 +95,22 @@ describe("collapseChains", () => {
     }
     const view = collapseChains({ nodes, edges });
     expect(view.nodes.length).toBe(125 * 3);
+    // Still too many to lay out quickly: fold each long work context whole.
+    expect(collapseChains({ nodes, edges }, { foldWholeLineages: true }).nodes.length).toBe(125);
+  });
+
+  it("folding whole lineages keeps their edges on the folded node and leaves baselines that seeded them", () => {
+    const graph = lineage(20);
+    graph.nodes.push(
+      node("B0", { class: "baseline", state: "superseded", chainId: "baseline:k", position: -1, workContextId: null }),
+    );
+    graph.edges.push(edge("B0", "B", "supersedes"));
+    const view = collapseChains(graph, { foldWholeLineages: true });
+    const group = view.nodes.find((n) => n.kind === "group");
+    expect(view.nodes.map((n) => n.id).sort()).toEqual(["B", "B0", group!.id].sort());
+    expect(view.edges.map((e) => `${e.kind} ${e.source} ${e.target}`).sort()).toEqual(
+      [`seeded B ${group!.id}`, "supersedes B0 B"].sort(),
+    );
   });
 });
 
@@ -116,6 +132,6 @@ describe("filterGraph", () => {
     expect(filterGraph(graph, { states: ["ready"] }).nodes.map((n) => n.id)).toEqual(["B", "c4"]);
     const timed = filterGraph(graph, { from: 2000, to: 3000 });
     expect(timed.nodes.map((n) => n.id)).toEqual(["c2", "c3"]);
-    expect(timed.edges.map((e) => e.id)).toEqual(["chain:c2->c3"]);
+    expect(timed.edges).toEqual([{ kind: "chain", source: "c2", target: "c3" }]);
   });
 });

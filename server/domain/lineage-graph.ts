@@ -34,7 +34,6 @@ export interface GraphNode {
  * worktree it only partly restored.
  */
 export interface GraphEdge {
-  id: string;
   source: string;
   target: string;
   kind: GraphEdgeKind;
@@ -145,6 +144,12 @@ export interface CollapseOptions {
   maxPlainChain?: number;
   /** Shorter runs than this stay as single nodes. */
   minRun?: number;
+  /**
+   * Fold every long checkpoint chain whole, into one node (its edges attach to that node), for
+   * graphs that are still too large with only the middles folded. Baseline chains keep the
+   * baselines that seeded something.
+   */
+  foldWholeLineages?: boolean;
 }
 
 const CHAIN_EDGES: ReadonlySet<GraphEdgeKind> = new Set(["chain", "supersedes"]);
@@ -184,8 +189,9 @@ export function collapseChains(
   const collapsibleChains = new Set<string>();
   for (const [chainId, members] of chains) {
     members.sort((a, b) => a.position - b.position || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    const whole = options.foldWholeLineages === true && members[0]?.class === "checkpoint";
     const keep = (n: GraphNode, i: number) =>
-      i === 0 || i === members.length - 1 || LIVE_STATES.has(n.state) || anchored.has(n.id);
+      !whole && (i === 0 || i === members.length - 1 || LIVE_STATES.has(n.state) || anchored.has(n.id));
     const runs: GraphNode[][] = [];
     if (members.length > maxPlain) {
       let run: GraphNode[] = [];

@@ -117,8 +117,8 @@ export async function repositoryGraph(db: Db, input: RepositoryGraphInput): Prom
   const edges = new Map<string, GraphEdge>();
   const addEdge = (source: string | null | undefined, target: string, kind: GraphEdge["kind"]) => {
     if (!source || source === target || !present.has(source) || !present.has(target)) return;
-    const id = `${kind}:${source}->${target}`;
-    if (!edges.has(id)) edges.set(id, { id, source, target, kind });
+    const key = `${kind}:${source}->${target}`;
+    if (!edges.has(key)) edges.set(key, { source, target, kind });
   };
 
   const lastOfKey = new Map<string, string>();
