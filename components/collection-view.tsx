@@ -162,7 +162,7 @@ export function CollectionView() {
                       <td>
                         <StateBadge state={r.status} />
                       </td>
-                      <td className="mono">{r.host ?? "—"}</td>
+                      <td>{r.startedBy ?? "—"}</td>
                       <td>{r.headsReleased}</td>
                       <td>{r.layersDeleted}</td>
                       <td>{r.blobsDeleted}</td>

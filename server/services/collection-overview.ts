@@ -80,9 +80,20 @@ export async function collectionOverview(db: Db) {
     bucket.snapshots += 1;
     bucket.bytes += Number(s.sizeBytes);
   }
+  // Runs started from the dashboard name their user; show who that is.
+  const starters = runs.map((r) => r.host?.match(/^dashboard:(.+)$/)?.[1]).filter((u): u is string => Boolean(u));
+  const emails = new Map(
+    (await db.user.findMany({ where: { id: { in: starters } }, select: { id: true, email: true } })).map((u) => [
+      u.id,
+      u.email,
+    ]),
+  );
   return {
     now,
-    runs,
+    runs: runs.map((r) => {
+      const userId = r.host?.match(/^dashboard:(.+)$/)?.[1];
+      return { ...r, startedBy: userId ? `${emails.get(userId) ?? userId} (dashboard)` : (r.host ?? null) };
+    }),
     layersByState: byState.map((l) => ({ state: l.state, count: l._count._all, bytes: toNumber(l._sum.sizeBytes) })),
     pendingDeletion: {
       marked: byState.find((l) => l.state === "deleting")?._count._all ?? 0,

@@ -115,7 +115,11 @@ describeEachDatabase("dashboard services", (catalog) => {
     const result = await runCollectionNow(db, { user: admin });
     expect(result.status).toBe("finished");
     const after = await collectionOverview(db);
-    expect(after.runs[0]).toMatchObject({ status: "finished", host: `dashboard:${admin.userId}` });
+    expect(after.runs[0]).toMatchObject({
+      status: "finished",
+      host: `dashboard:${admin.userId}`,
+      startedBy: `${admin.email} (dashboard)`,
+    });
     expect(after.retiredHeld.releasedNextRun.snapshots).toBe(0);
     expect(after.retiredHeld.alreadyReleased.snapshots).toBeGreaterThanOrEqual(1);
     // a2's own manifest layer is no longer reachable from any head: deleted by the run.
