@@ -24,14 +24,6 @@ export async function listRepositories(db: Db) {
   }));
 }
 
-export async function listPins(db: Db, opts: { active?: boolean; limit?: number } = {}) {
-  return db.pin.findMany({
-    where: opts.active === undefined ? {} : { released: !opts.active },
-    orderBy: { createdAt: "desc" },
-    take: opts.limit ?? 200,
-  });
-}
-
 export async function listRestores(db: Db, opts: { limit?: number } = {}) {
   return db.restore.findMany({
     orderBy: { createdAt: "desc" },
@@ -51,18 +43,4 @@ export async function listRestores(db: Db, opts: { limit?: number } = {}) {
       agent: { select: { name: true } },
     },
   });
-}
-
-export async function collectionOverview(db: Db) {
-  const [runs, layers, retired] = await Promise.all([
-    db.collectionRun.findMany({ orderBy: { startedAt: "desc" }, take: 50 }),
-    db.layer.groupBy({ by: ["state"], _count: { _all: true }, _sum: { sizeBytes: true } }),
-    db.snapshot.aggregate({ where: { state: "retired" }, _count: { _all: true }, _sum: { sizeBytes: true } }),
-  ]);
-  return {
-    runs,
-    layersByState: layers.map((l) => ({ state: l.state, count: l._count._all, bytes: l._sum.sizeBytes ?? 0n })),
-    retiredSnapshots: retired._count._all,
-    retiredBytes: retired._sum.sizeBytes ?? 0n,
-  };
 }
