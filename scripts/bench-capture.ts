@@ -5,43 +5,17 @@
 // changes. Wall-clock figures are medians; the CPU figures (git processes plus this process,
 // summed over all rounds, Linux only) are what to read on a busy machine, where wall-clock
 // time mostly measures the neighbours. The repository is a temporary directory, removed after.
-import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureCheckout, type CaptureResult } from "../server/git/capture.ts";
 import { createGitRunner } from "../server/git/runner.ts";
 import type { CaptureManifest } from "../server/domain/capture-manifest.ts";
+import { PER_DIR, filePath, git, median } from "./bench-repo.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
-const PER_DIR = 100;
-
-function git(cwd: string, args: string[], env: Record<string, string> = {}): string {
-  return execFileSync("git", args, {
-    cwd,
-    env: {
-      ...process.env,
-      ...env,
-      GIT_AUTHOR_NAME: "bench",
-      GIT_AUTHOR_EMAIL: "bench@example.invalid",
-      GIT_COMMITTER_NAME: "bench",
-      GIT_COMMITTER_EMAIL: "bench@example.invalid",
-    },
-    maxBuffer: 1 << 30,
-  }).toString();
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-}
-
-function filePath(i: number): string {
-  return join(`dir${String(Math.floor(i / PER_DIR)).padStart(3, "0")}`, `file${i}.txt`);
-}
 
 function originalContent(path: string): string {
   const i = Number(/file(\d+)\.txt$/.exec(path)?.[1]);

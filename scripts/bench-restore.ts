@@ -6,7 +6,6 @@
 // restore uses to write files.
 // Both sides run in the same process, alternating, from the same repository and the same
 // patch; the figures are medians. Everything lives in a temporary directory, removed after.
-import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,36 +13,12 @@ import type { RestorePhase } from "../server/domain/restore-result.ts";
 import { captureCheckout } from "../server/git/capture.ts";
 import { memoryBlobSource } from "../server/git/restore-blobs.ts";
 import { restoreWorktree } from "../server/git/restore.ts";
+import { PER_DIR, filePath, git, median } from "./bench-repo.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const PER_DIR = 100;
 const SNAPSHOT_ID = "6f1d2c3b-4a59-4e7d-8c1b-2a3f4e5d6c7b";
-
-function git(cwd: string, args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "bench",
-      GIT_AUTHOR_EMAIL: "bench@example.invalid",
-      GIT_COMMITTER_NAME: "bench",
-      GIT_COMMITTER_EMAIL: "bench@example.invalid",
-    },
-    maxBuffer: 1 << 30,
-  }).toString();
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-}
-
-function filePath(i: number): string {
-  return join(`dir${String(Math.floor(i / PER_DIR)).padStart(3, "0")}`, `file${i}.txt`);
-}
 
 function generate(root: string): void {
   for (let i = 0; i < FILES; i++) {

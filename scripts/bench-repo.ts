@@ -1,0 +1,33 @@
+// What the git benchmarks share: a git runner for setting up, the generated repository's file
+// names, and medians.
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+
+export const PER_DIR = 100;
+
+/** Runs git for setting up a benchmark (never what is measured against Strata). */
+export function git(cwd: string, args: string[], env: Record<string, string> = {}): string {
+  return execFileSync("git", args, {
+    cwd,
+    env: {
+      ...process.env,
+      ...env,
+      GIT_AUTHOR_NAME: "bench",
+      GIT_AUTHOR_EMAIL: "bench@example.invalid",
+      GIT_COMMITTER_NAME: "bench",
+      GIT_COMMITTER_EMAIL: "bench@example.invalid",
+    },
+    maxBuffer: 1 << 30,
+  }).toString();
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+/** The path of generated file i: 100 files a directory. */
+export function filePath(i: number): string {
+  return join(`dir${String(Math.floor(i / PER_DIR)).padStart(3, "0")}`, `file${i}.txt`);
+}
