@@ -3,7 +3,7 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { useTRPC } from "./trpc.tsx";
-import { QueryView, ShortId, When } from "./query-view.tsx";
+import { LoadMore, QueryView, ShortId, When } from "./query-view.tsx";
 
 type Context = { repositoryId: string; repositoryName: string; workContextId: string | null } | null;
 
@@ -130,13 +130,7 @@ export function AuditLogView() {
                 ))}
               </tbody>
             </table>
-            {query.hasNextPage ? (
-              <div className="status">
-                <button type="button" onClick={() => void query.fetchNextPage()} disabled={query.isFetchingNextPage}>
-                  {query.isFetchingNextPage ? "Loading…" : "Load more"}
-                </button>
-              </div>
-            ) : null}
+            <LoadMore query={query} />
           </div>
         )}
       </QueryView>

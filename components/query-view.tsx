@@ -62,3 +62,19 @@ export function formatBytes(bytes: bigint | number): string {
   }
   return `${value.toFixed(1)} ${units[unit]}`;
 }
+
+/** The "Load more" footer of a paged table. */
+export function LoadMore({
+  query,
+}: {
+  query: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown };
+}) {
+  if (!query.hasNextPage) return null;
+  return (
+    <div className="status">
+      <button type="button" onClick={() => void query.fetchNextPage()} disabled={query.isFetchingNextPage}>
+        {query.isFetchingNextPage ? "Loading…" : "Load more"}
+      </button>
+    </div>
+  );
+}

@@ -3,7 +3,7 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { useTRPC } from "./trpc.tsx";
-import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+import { LoadMore, QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
 
 export function SnapshotsView() {
   const trpc = useTRPC();
@@ -78,13 +78,7 @@ export function SnapshotsView() {
                 ))}
               </tbody>
             </table>
-            {query.hasNextPage ? (
-              <div className="status">
-                <button type="button" onClick={() => void query.fetchNextPage()} disabled={query.isFetchingNextPage}>
-                  {query.isFetchingNextPage ? "Loading…" : "Load more"}
-                </button>
-              </div>
-            ) : null}
+            <LoadMore query={query} />
           </div>
         )}
       </QueryView>
