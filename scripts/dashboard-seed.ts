@@ -258,10 +258,10 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
 
   // web-app: the runner's baseline of main, refreshed three times.
   let b = await baseline(ctx, runner, web, "main-1", null, 21);
-  const login = new WorkContext(ctx, runner, web, "issue-412-login-timeout", "fix/login-timeout", "/work/ws-412", true);
+  const login = new WorkContext(ctx, runner, web, "issue-412-login-timeout", "fix/login-timeout", "/workspaces/ws-412", true);
   await login.start(20);
   for (const d of [19.8, 19.5, 19]) await login.checkpoint(d);
-  const refactor = new WorkContext(ctx, runner, web, "pr-88-refactor-auth", "refactor/auth", "/work/ws-88", true);
+  const refactor = new WorkContext(ctx, runner, web, "pr-88-refactor-auth", "refactor/auth", "/workspaces/ws-88", true);
   await refactor.start(18);
   for (const d of [17.9, 17.5, 17]) await refactor.checkpoint(d);
   await retireLineage(db, {
@@ -272,7 +272,7 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
   });
 
   b = await baseline(ctx, runner, web, "main-2", b, 14);
-  const flaky = new WorkContext(ctx, runner, web, "issue-501-flaky-e2e", "fix/flaky-e2e", "/work/ws-501", true);
+  const flaky = new WorkContext(ctx, runner, web, "issue-501-flaky-e2e", "fix/flaky-e2e", "/workspaces/ws-501", true);
   await flaky.start(13);
   for (let i = 0; i < 14; i += 1) await flaky.checkpoint(12.9 - i * 0.4);
   b = await baseline(ctx, runner, web, "main-3", b, 7);
@@ -296,7 +296,7 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
   await flaky.checkpoint(5.8);
   await flaky.checkpoint(5.5);
 
-  const cache = new WorkContext(ctx, runner, web, "spike-redis-cache", "spike/cache", "/work/ws-cache", true);
+  const cache = new WorkContext(ctx, runner, web, "spike-redis-cache", "spike/cache", "/workspaces/ws-cache", true);
   await cache.start(4);
   for (const d of [3.9, 3.6]) await cache.checkpoint(d);
   // The spike resumed on another host and came back degraded: the original stays pinned 30 days.
@@ -318,7 +318,7 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
 
   // The batch agent on web-app: its own baseline and a lint sweep.
   const bb = await baseline(ctx, batch, web, "batch-main-1", null, 10);
-  const lint = new WorkContext(ctx, batch, web, "batch-lint-fixes", "chore/lint", "/work/batch-lint", true);
+  const lint = new WorkContext(ctx, batch, web, "batch-lint-fixes", "chore/lint", "/workspaces/batch-lint", true);
   await lint.start(9);
   for (const d of [8.9, 8.5, 8.1, 7.7]) await lint.checkpoint(d);
   await baseline(ctx, batch, web, "batch-main-2", bb, 3);
@@ -331,7 +331,7 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
     pay,
     "issue-77-partial-refunds",
     "feat/partial-refunds",
-    "/work/ws-77",
+    "/workspaces/ws-77",
     true,
   );
   await refunds.start(11);
@@ -349,7 +349,7 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
       reason: "captured a production credential in a fixture",
     });
   }
-  const ledger = new WorkContext(ctx, runner, pay, "issue-80-ledger-export", "feat/ledger-export", "/work/ws-80", true);
+  const ledger = new WorkContext(ctx, runner, pay, "issue-80-ledger-export", "feat/ledger-export", "/workspaces/ws-80", true);
   await ledger.start(5);
   await ledger.checkpoint(4.8);
   const ledgerResume = await ledger.acquire(1);
@@ -367,7 +367,7 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
     backendKind: BACKEND,
     baseImage: IMAGE,
     canonicalRef: "main",
-    workspace: "/work/batch-warm",
+    workspace: "/workspaces/batch-warm",
     host: "worker-1",
   });
 
@@ -431,7 +431,7 @@ export async function seedLargeRepository(
         repo,
         `task-${String(lineage).padStart(4, "0")}`,
         `work/${lineage}`,
-        `/work/ws-${lineage}`,
+        `/workspaces/ws-${lineage}`,
         false,
       );
       const start = day - 0.2 - k * 0.01;

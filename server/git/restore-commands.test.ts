@@ -80,7 +80,7 @@ describe("restore git calls as data", () => {
 
   it("resolves a relative local remote against the recorded root, and nothing else", () => {
     const remotes = fetchableRemotes({
-      root: "/work/app",
+      root: "/home/dev/app",
       remotes: [
         { name: "up", url: "../upstream" },
         { name: "abs", url: "/srv/a.git" },
@@ -89,7 +89,7 @@ describe("restore git calls as data", () => {
       ],
     } as Parameters<typeof fetchableRemotes>[0]);
     expect(remotes.map((r) => r.fetchUrl)).toEqual([
-      "/work/upstream",
+      "/home/dev/upstream",
       "/srv/a.git",
       "git@host:a.git",
       "https://host/a.git",

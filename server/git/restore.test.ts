@@ -119,7 +119,7 @@ const TREE = "2".repeat(40);
 function validManifest(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     version: 1,
-    root: "/work/app",
+    root: "/home/dev/app",
     objectFormat: "sha1",
     remotes: [{ name: "origin", url: "https://example.invalid/acme/app.git" }],
     branch: "main",

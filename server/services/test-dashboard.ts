@@ -151,7 +151,7 @@ export function captureManifest(opts: {
 }): CaptureManifest {
   return {
     version: 1,
-    root: "/work/checkout",
+    root: "/home/dev/checkout",
     objectFormat: "sha1",
     remotes: [{ name: "origin", url: "https://example.test/acme/app.git" }],
     branch: opts.branch,

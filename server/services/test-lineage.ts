@@ -67,8 +67,8 @@ export function cleanEvidence(commit: string, overrides: Partial<BaselineEvidenc
     modifiedCount: 0,
     untrackedCount: 0,
     inProgress: { merge: false, rebase: false, cherryPick: false, bisect: false },
-    repositoryRoot: "/work/checkout",
-    captureRoot: "/work/checkout",
+    repositoryRoot: "/home/dev/checkout",
+    captureRoot: "/home/dev/checkout",
     ...overrides,
   };
 }

@@ -48,7 +48,7 @@ describeEachDatabase("job API", (catalog, kind) => {
   });
 
   it("enqueues a capture for a host and shows it only to its agent", async () => {
-    const job = await alice.job.enqueueCapture({ host: "build-1", dir: "/work/checkout", key: key() });
+    const job = await alice.job.enqueueCapture({ host: "build-1", dir: "/home/dev/checkout", key: key() });
     expect(job).toMatchObject({ kind: "capture", host: "build-1", state: "created", attempts: 0, progress: null });
     expect((await alice.job.get({ jobId: job.id })).id).toBe(job.id);
     expect((await alice.job.list({ host: "build-1" })).map((j) => j.id)).toContain(job.id);
@@ -74,7 +74,7 @@ describeEachDatabase("job API", (catalog, kind) => {
       backendKind: k.backendKind,
       baseImage: k.baseImage,
       canonicalRef: "refs/heads/main",
-      workspace: "/work/restore-here",
+      workspace: "/home/dev/restore-here",
       host: "build-2",
     });
     expect(cold.plan.rung).toBe("cold");
