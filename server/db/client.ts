@@ -59,6 +59,17 @@ export function createPgPool(url: string, max = 10): pg.Pool {
   });
 }
 
+/** The pg pool behind each PostgreSQL catalog client, for the few hot paths that skip Prisma. */
+const pgPools = new WeakMap<object, pg.Pool>();
+
+/**
+ * The pg pool a PostgreSQL catalog client runs on; null for SQLite and for a transaction handle
+ * (a hot path on the pool would escape the caller's transaction).
+ */
+export function pgPoolOf(db: Db): pg.Pool | null {
+  return pgPools.get(db) ?? null;
+}
+
 export interface CatalogHandle {
   db: Catalog;
   kind: DatabaseKind;
@@ -75,8 +86,10 @@ export interface OpenOptions {
 export function openCatalog(url: string, options: OpenOptions = {}): CatalogHandle {
   const kind = databaseKind(url);
   if (kind === "postgres") {
-    const adapter = new PrismaPg(createPgPool(url, options.poolSize), { disposeExternalPool: true });
+    const pool = createPgPool(url, options.poolSize);
+    const adapter = new PrismaPg(pool, { disposeExternalPool: true });
     const db = new PrismaClient({ adapter });
+    pgPools.set(db, pool);
     return { db, kind, url, close: () => db.$disconnect() };
   }
   const file = sqlitePath(url);

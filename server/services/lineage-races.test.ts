@@ -4,6 +4,7 @@ import { expect, it } from "vitest";
 import { describeEachDatabase } from "../db/test-databases.ts";
 import { isStrataError } from "../domain/errors.ts";
 import { appendCheckpoint } from "./checkpoints.ts";
+import { retireSnapshot } from "./retirement.ts";
 import { acquireFor, lineageKeyOf, makeAgent, manifestOf, oid, publishClean, scenario } from "./test-lineage.ts";
 
 function tally(results: PromiseSettledResult<unknown>[]) {
@@ -121,5 +122,44 @@ describeEachDatabase("lineage races", (catalog) => {
     expect(won).toHaveLength(1);
     expect(codes).toEqual(Array.from({ length: 7 }, () => "FENCE_LOST"));
     expect(await db.lineage.count({ where: { workContextId: key.workContextId } })).toBe(1);
+  });
+
+  it("8 concurrent first acquires of one client-named work context share one lineage", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    const baseline = await publishClean(db, agent, s, "base", null);
+    const workContextId = `wc-${oid("shared").slice(0, 8)}`;
+    const plans = await Promise.all(Array.from({ length: 8 }, () => acquireFor(db, agent, s, workContextId)));
+
+    const lineages = await db.lineage.findMany({ where: { workContextId }, select: { id: true } });
+    expect(lineages).toHaveLength(1);
+    expect(new Set(plans.map((p) => p.lineage.id))).toEqual(new Set([lineages[0]!.id]));
+    expect(plans.map((p) => p.snapshot?.id)).toEqual(Array.from({ length: 8 }, () => baseline.snapshot.id));
+    // Eight restores, each with its own active pin on the baseline.
+    const restores = await db.restore.findMany({ where: { workContextId }, select: { pinId: true } });
+    expect(restores).toHaveLength(8);
+    const pins = await db.pin.findMany({ where: { snapshotId: baseline.snapshot.id, released: false } });
+    expect(new Set(pins.map((p) => p.pinId))).toEqual(new Set(restores.map((r) => r.pinId)));
+  });
+
+  it("16 acquires racing the retirement of their baseline: none pins it after retirement", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    const baseline = await publishClean(db, agent, s, "base", null);
+    const acquires = Array.from({ length: 16 }, () => acquireFor(db, agent, s));
+    const retired = retireSnapshot(db, { snapshotId: baseline.snapshot.id, actor: { type: "system" } });
+    const [plans, retirement] = await Promise.all([Promise.all(acquires), retired]);
+
+    // Each plan either pinned the baseline before retirement took its row (and retirement saw
+    // that pin) or came after and started cold: the pins retirement counted are exactly the
+    // plans that name the baseline.
+    const onBaseline = plans.filter((p) => p.snapshot?.id === baseline.snapshot.id);
+    expect(retirement.state).toBe("retired");
+    expect(onBaseline.length).toBe(retirement.activePins);
+    expect(plans.filter((p) => p.rung === "cold")).toHaveLength(16 - onBaseline.length);
+    expect(await db.pin.count({ where: { snapshotId: baseline.snapshot.id } })).toBe(onBaseline.length);
+    expect(plans.every((p) => (p.rung === "cold") === (p.pinId === null))).toBe(true);
   });
 });

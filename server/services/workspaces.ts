@@ -3,8 +3,8 @@
 // the worker reports how the restore went.
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { inTransaction, type Db } from "../db/client.ts";
-import { isPostgresClient, RetryTransaction } from "../db/errors.ts";
+import { inTransaction, pgPoolOf, type Db } from "../db/client.ts";
+import { isPostgresClient, isRetryableConflict, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import { chooseRestore, nextRungAfterFailure, type RestoreChoice, type Rung } from "../domain/restore-ladder.ts";
@@ -15,6 +15,7 @@ import {
   canonicalRefSchema,
   entityIdSchema,
   objectIdSchema,
+  repositoryDisplayName,
   repositoryRefSchema,
   sourceSchema,
   workContextIdSchema,
@@ -28,6 +29,7 @@ import {
   type RestoreView,
   type SnapshotRef,
 } from "../domain/views.ts";
+import { createRepositoryPg, readAcquireFactsPg, recordAcquirePg } from "./acquire-postgres.ts";
 import { isHeldDegradedOriginal, releaseDegradedHolds } from "./degraded-targets.ts";
 import { createLineage } from "./lineages.ts";
 import { pinSnapshot, releasePin } from "./pins.ts";
@@ -150,9 +152,113 @@ async function heldOriginalOf(tx: Db, headId: string, agentId: string, now: Date
   });
 }
 
+/** What the restore decision reads: the same facts on both paths (Prisma and the pg hot path). */
+interface AcquireFacts {
+  repositoryId: string;
+  /** This work context's lineage, when the caller named an existing one. */
+  lineage: LineageFactsRow | null;
+  /** Its ready checkpoint head, when the lineage is active. */
+  head: SnapshotRefRow | null;
+  /** The ready baseline of the key, when there is no head. */
+  baseline: SnapshotRefRow | null;
+  hasCheckpoints: boolean;
+  /** The original the head names in degradedFrom, while a partial restore of it is held. */
+  heldOriginal: SnapshotRefRow | null;
+}
+
+interface AcquireDecision {
+  choice: RestoreChoice;
+  chosen: SnapshotRefRow | null;
+  /** States the chosen snapshot may still be in when it is pinned (else the decision is redone). */
+  states: readonly string[];
+}
+
+function decideAcquire(facts: AcquireFacts): AcquireDecision {
+  const { lineage, head } = facts;
+  const choice = chooseRestore({
+    lineage: lineage
+      ? { state: lineage.state, workContextId: lineage.workContextId, hasCheckpoints: facts.hasCheckpoints }
+      : null,
+    lineageHead: head,
+    baseline: facts.baseline,
+  });
+  // A head captured in a partly restored worktree does not replace the original it names
+  // while that partial restore is held: the original is tried first.
+  const original = choice.rung === "checkpoint" ? facts.heldOriginal : null;
+  if (original) return { choice, chosen: original, states: ["ready", "superseded"] };
+  const chosen = choice.rung === "checkpoint" ? head : choice.rung === "baseline" ? facts.baseline : null;
+  return { choice, chosen, states: ["ready"] };
+}
+
+/** The lineage key of an acquire, less the repository (found or created first). */
+interface AcquireKeyColumns {
+  agentId: string;
+  workContextId: string;
+  backendKind: string;
+  baseImage: string;
+}
+
+async function readAcquireFacts(
+  tx: Db,
+  input: z.output<typeof acquireWorkspaceInput>,
+  key: AcquireKeyColumns,
+  now: Date,
+): Promise<AcquireFacts> {
+  const repository = await findOrCreateRepository(tx, input.repository);
+  const lineageKey = { ...key, repositoryId: repository.id };
+  const lineage = input.workContextId
+    ? await tx.lineage.findUnique({
+        where: { agentId_workContextId_repositoryId_backendKind_baseImage: lineageKey },
+        select: lineageFactsSelect,
+      })
+    : null;
+  const head =
+    lineage?.state === "active"
+      ? await tx.snapshot.findFirst({
+          // The key columns let PostgreSQL answer from the one-ready-checkpoint index.
+          where: { ...lineageKey, lineageId: lineage.id, class: "checkpoint", state: "ready" },
+          select: snapshotRefSelect,
+        })
+      : null;
+  const baseline = head
+    ? null
+    : await tx.snapshot.findFirst({
+        where: {
+          agentId: key.agentId,
+          repositoryId: repository.id,
+          backendKind: key.backendKind,
+          baseImage: key.baseImage,
+          canonicalRef: input.canonicalRef,
+          class: "baseline",
+          state: "ready",
+        },
+        select: snapshotRefSelect,
+      });
+  return {
+    repositoryId: repository.id,
+    lineage,
+    head,
+    baseline,
+    hasCheckpoints: lineage && !head ? await hasOwnCheckpoints(tx, lineage.id) : Boolean(head),
+    heldOriginal: head ? await heldOriginalOf(tx, head.id, key.agentId, now) : null,
+  };
+}
+
+/** A lineage this acquire creates begins from the chosen snapshot. */
+function newLineageFacts(id: string, workContextId: string, chosen: SnapshotRefRow | null): LineageFactsRow {
+  return { id, state: "active", workContextId, originSnapshotId: chosen?.id ?? null, retiredReason: null };
+}
+
+/** How many times the pg hot path decides again before giving up on a catalog that keeps moving. */
+const ACQUIRE_ATTEMPTS = 20;
+
 /**
  * Decides where a workspace starts: this work context's own lineage head, else the ready
  * baseline of the key, else cold. Records the restore and pins the chosen snapshot.
+ *
+ * On a PostgreSQL catalog client this runs as two statements on the pg pool (see
+ * acquire-postgres.ts); on SQLite, or inside a caller's transaction, through Prisma in one
+ * transaction. Both read the same facts and share the decision.
  */
 export async function acquireWorkspace(
   db: Db,
@@ -160,78 +266,91 @@ export async function acquireWorkspace(
 ): Promise<RestorePlan> {
   const input = acquireWorkspaceInput.parse(opts);
   const agentId = opts.agent.agentId;
+  const workContextId = input.workContextId ?? `wc_${randomUUID()}`;
+  const key = { agentId, workContextId, backendKind: input.backendKind, baseImage: input.baseImage };
+  const pool = pgPoolOf(db);
+  const plan = (restoreId: string, decision: AcquireDecision, pinId: string | null, lineage: LineageFactsRow) =>
+    buildPlan({
+      restoreId,
+      choice: decision.choice,
+      snapshot: decision.chosen ? toSnapshotRef(decision.chosen) : null,
+      pinId,
+      workContextId,
+      canonicalRef: input.canonicalRef,
+      lineage,
+      previousRestoreId: null,
+    });
+  if (pool) {
+    const restoreId = randomUUID();
+    const pinId = `restore:${restoreId}`;
+    for (let attempt = 1; attempt <= ACQUIRE_ATTEMPTS; attempt += 1) {
+      const now = opts.now ?? new Date();
+      try {
+        const facts = await readAcquireFactsPg(pool, {
+          ...key,
+          repositoryIdentity: input.repository.identity,
+          canonicalRef: input.canonicalRef,
+          workContextId: input.workContextId ?? null,
+          now,
+        });
+        if (!facts) {
+          const repository = { identity: input.repository.identity, name: repositoryDisplayName(input.repository) };
+          await createRepositoryPg(pool, { id: randomUUID(), ...repository });
+          continue;
+        }
+        const decision = decideAcquire(facts);
+        const lineage = facts.lineage ?? newLineageFacts(randomUUID(), workContextId, decision.chosen);
+        const recorded = await recordAcquirePg(pool, {
+          restoreId,
+          ...key,
+          repositoryId: facts.repositoryId,
+          canonicalRef: input.canonicalRef,
+          workspace: input.workspace,
+          host: input.host,
+          rung: decision.choice.rung,
+          createdAt: now,
+          lineage: { existing: facts.lineage !== null, id: lineage.id },
+          chosen: decision.chosen
+            ? {
+                snapshotId: decision.chosen.id,
+                states: decision.states,
+                pinId,
+                holder: `agent:${agentId}`,
+                expiresAt: new Date(now.getTime() + RESTORE_PIN_TTL_MS),
+              }
+            : null,
+        });
+        if (recorded) return plan(restoreId, decision, decision.chosen ? pinId : null, lineage);
+      } catch (error) {
+        if (!isRetryableConflict(error)) throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
+    }
+    throw new StrataError("UNAVAILABLE", "The catalog kept changing under this acquire.", {
+      hint: "Acquire again; nothing was recorded.",
+    });
+  }
   return inTransaction(db, async (tx) => {
     const now = opts.now ?? new Date();
-    const repository = await findOrCreateRepository(tx, input.repository);
-    const workContextId = input.workContextId ?? `wc_${randomUUID()}`;
-    const lineageKey = {
-      agentId,
-      workContextId,
-      repositoryId: repository.id,
-      backendKind: input.backendKind,
-      baseImage: input.baseImage,
-    };
-    const existing = input.workContextId
-      ? await tx.lineage.findUnique({
-          where: { agentId_workContextId_repositoryId_backendKind_baseImage: lineageKey },
-          select: lineageFactsSelect,
-        })
-      : null;
-    const head =
-      existing?.state === "active"
-        ? await tx.snapshot.findFirst({
-            // The key columns let PostgreSQL answer from the one-ready-checkpoint index.
-            where: { ...lineageKey, lineageId: existing.id, class: "checkpoint", state: "ready" },
-            select: snapshotRefSelect,
-          })
-        : null;
-    const baseline = head
-      ? null
-      : await tx.snapshot.findFirst({
-          where: {
-            agentId,
-            repositoryId: repository.id,
-            backendKind: input.backendKind,
-            baseImage: input.baseImage,
-            canonicalRef: input.canonicalRef,
-            class: "baseline",
-            state: "ready",
-          },
-          select: snapshotRefSelect,
-        });
-    const hasCheckpoints = existing && !head ? await hasOwnCheckpoints(tx, existing.id) : Boolean(head);
-    const choice = chooseRestore({
-      lineage: existing ? { state: existing.state, workContextId: existing.workContextId, hasCheckpoints } : null,
-      lineageHead: head,
-      baseline,
-    });
-    let chosen: SnapshotRefRow | null =
-      choice.rung === "checkpoint" ? head : choice.rung === "baseline" ? baseline : null;
-    // A head captured in a partly restored worktree does not replace the original it names
-    // while that partial restore is held: the original is tried first.
-    const original = choice.rung === "checkpoint" && head ? await heldOriginalOf(tx, head.id, agentId, now) : null;
-    if (original) chosen = original;
-    // A new lineage records the snapshot it began from.
-    const lineage: LineageFactsRow = existing ?? {
-      ...(await createLineage(tx, lineageKey, chosen?.id ?? null)),
-      workContextId,
-    };
-
+    const facts = await readAcquireFacts(tx, input, key, now);
+    const decision = decideAcquire(facts);
+    const { chosen } = decision;
+    const lineage =
+      facts.lineage ??
+      newLineageFacts(
+        (await createLineage(tx, { ...key, repositoryId: facts.repositoryId }, chosen?.id ?? null)).id,
+        workContextId,
+        chosen,
+      );
     const restoreId = randomUUID();
     const pinId = chosen
-      ? await pinChosen(tx, {
-          snapshotId: chosen.id,
-          restoreId,
-          agentId,
-          now,
-          states: original ? ["ready", "superseded"] : ["ready"],
-        })
+      ? await pinChosen(tx, { snapshotId: chosen.id, restoreId, agentId, now, states: decision.states })
       : null;
     await tx.restore.create({
       data: {
         id: restoreId,
         agentId,
-        repositoryId: repository.id,
+        repositoryId: facts.repositoryId,
         lineageId: lineage.id,
         snapshotId: chosen?.id ?? null,
         backendKind: input.backendKind,
@@ -240,22 +359,13 @@ export async function acquireWorkspace(
         workContextId,
         workspace: input.workspace,
         host: input.host,
-        rung: choice.rung,
+        rung: decision.choice.rung,
         pinId,
         createdAt: now,
       },
       select: { id: true },
     });
-    return buildPlan({
-      restoreId,
-      choice,
-      snapshot: chosen ? toSnapshotRef(chosen) : null,
-      pinId,
-      workContextId,
-      canonicalRef: input.canonicalRef,
-      lineage,
-      previousRestoreId: null,
-    });
+    return plan(restoreId, decision, pinId, lineage);
   });
 }
 
