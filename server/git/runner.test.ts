@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isStrataError } from "../domain/errors.ts";
 import { createGitRunner, gitEnvironment, redactCredentials, subcommandOf } from "./runner.ts";
-import { initRepository, removeTemporaryDirectories, temporaryDirectory } from "./test-repos.ts";
+import { git, initRepository, removeTemporaryDirectories, temporaryDirectory } from "./test-repos.ts";
 import { afterAll } from "vitest";
 
 afterAll(removeTemporaryDirectories);
@@ -65,6 +65,25 @@ describe("running git", () => {
     });
     const back = await git.run({ args: ["cat-file", "blob", oid], parse: (out) => out.stdout });
     expect(back.equals(bytes)).toBe(true);
+  });
+
+  it("starts git before its input is known, and stops it when the input fails", async () => {
+    const root = initRepository();
+    const repo = createGitRunner({ cwd: root });
+    let give: (text: string) => void = () => undefined;
+    const later = new Promise<string>((resolve) => {
+      give = resolve;
+    });
+    const hashing = repo.run({ args: ["hash-object", "--stdin"], input: later, parse: (o) => o.stdout.toString() });
+    give("known later\n");
+    expect(await hashing).toBe(git(root, ["hash-object", "--stdin"], "known later\n"));
+
+    const reason = new Error("no input after all");
+    const failed = Promise.reject(reason);
+    failed.catch(() => undefined);
+    expect(await failure(repo.run({ args: ["hash-object", "--stdin"], input: failed, parse: () => null }))).toBe(
+      reason,
+    );
   });
 
   it("types the failures callers tell apart", async () => {

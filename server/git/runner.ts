@@ -19,7 +19,12 @@ export interface GitCommand<T> {
   readonly parse: (output: GitOutput) => T;
   /** Exit codes that are answers rather than failures (for example 1 from `check-ignore`). */
   readonly okExitCodes?: readonly number[];
-  readonly input?: string | Uint8Array;
+  /**
+   * What git reads on stdin. A promise starts git at once and hands it the input when known, so
+   * its start-up overlaps other work; if the promise rejects, git is stopped and the call rejects
+   * with that reason.
+   */
+  readonly input?: string | Uint8Array | Promise<string | Uint8Array>;
   /** Variables added for this call only, such as GIT_INDEX_FILE for the private index. */
   readonly env?: Readonly<Record<string, string>>;
   readonly timeoutMs?: number;
@@ -303,9 +308,10 @@ async function spawnGit(gitPath: string, command: GitCommand<unknown>, s: SpawnS
     let size = 0;
     let stderr = "";
     let settled = false;
-    let stopReason: "timeout" | "abort" | "overflow" | null = null;
+    let stopReason: "timeout" | "abort" | "overflow" | "input" | null = null;
+    let inputError: unknown = null;
 
-    const stop = (reason: "timeout" | "abort" | "overflow") => {
+    const stop = (reason: "timeout" | "abort" | "overflow" | "input") => {
       if (stopReason) return;
       stopReason = reason;
       try {
@@ -315,7 +321,11 @@ async function spawnGit(gitPath: string, command: GitCommand<unknown>, s: SpawnS
         // Already gone.
       }
     };
-    const timer = setTimeout(() => stop("timeout"), s.timeoutMs);
+    // The time limit counts from when git has its input: waiting for it is not git being slow.
+    let timer: NodeJS.Timeout | undefined;
+    const startTimer = () => {
+      if (!settled) timer = setTimeout(() => stop("timeout"), s.timeoutMs);
+    };
     const onAbort = () => stop("abort");
     s.signal?.addEventListener("abort", onAbort, { once: true });
 
@@ -350,6 +360,8 @@ async function spawnGit(gitPath: string, command: GitCommand<unknown>, s: SpawnS
           reject(runnerError("TIMEOUT", `git ${subcommand} did not finish within ${s.timeoutMs} ms.`, subcommand));
         } else if (stopReason === "abort") {
           reject(runnerError("ABORTED", `git ${subcommand} was aborted.`, subcommand));
+        } else if (stopReason === "input") {
+          reject(inputError);
         } else if (stopReason === "overflow") {
           reject(
             new StrataError("GIT_FAILED", `git ${subcommand} printed more than ${s.maxOutputBytes} bytes.`, {
@@ -366,7 +378,22 @@ async function spawnGit(gitPath: string, command: GitCommand<unknown>, s: SpawnS
 
     // git may exit before reading everything (a failure); its exit code tells the story.
     child.stdin.on("error", () => undefined);
-    child.stdin.end(command.input ?? "");
+    const input = command.input ?? "";
+    if (typeof input === "string" || input instanceof Uint8Array) {
+      startTimer();
+      child.stdin.end(input);
+    } else {
+      input.then(
+        (bytes) => {
+          startTimer();
+          child.stdin.end(bytes);
+        },
+        (error: unknown) => {
+          inputError = error;
+          stop("input");
+        },
+      );
+    }
   });
 }
 
