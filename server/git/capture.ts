@@ -6,6 +6,7 @@
 // only those paths are read again. When HEAD, the tree and the set of left-out files are all as
 // the previous capture recorded them, the result is a reference to that capture.
 import { createHash } from "node:crypto";
+import { lstatSync } from "node:fs";
 import { lstat, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import {
@@ -40,7 +41,13 @@ import { openPrivateIndex, type PrivateIndex } from "./private-index.ts";
 import { recordedRemotes } from "./remotes.ts";
 import { createGitRunner, unreadablePath, type GitRunner } from "./runner.ts";
 import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
-import { defaultCheckoutName, snapshotRefName, snapshotRefPointsAt, writeSnapshotCommit } from "./snapshot-ref.ts";
+import {
+  defaultCheckoutName,
+  snapshotRefName,
+  snapshotRefPointsAt,
+  snapshotWriter,
+  type SnapshotWriter,
+} from "./snapshot-ref.ts";
 import { statusCommand, type StatusEntry, type StatusReport } from "./status.ts";
 import { SUBMODULE_CHECK_MS, submoduleOmissions } from "./submodules.ts";
 
@@ -134,6 +141,7 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
     cacheDir: options.cacheDir,
     includeUntracked: s.includeUntracked,
   });
+  const snapshot = refName ? snapshotWriter(git, refName) : null;
   try {
     const submodules = submoduleOmissions(git, layout.root, options.submoduleCheckMs ?? SUBMODULE_CHECK_MS);
     // Settle the submodule check even if building the tree fails first.
@@ -149,7 +157,8 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
         maxBytes: maxBytes * 4,
         to,
       });
-    const built = await buildTree(git, layout, privateIndex, s, patchTo);
+    // Once the index changes a new snapshot commit is likely: its git processes start meanwhile.
+    const built = await buildTree(git, layout, privateIndex, s, patchTo, () => snapshot?.prepare());
     const omitted = sortOmitted([...built.omitted, ...(await submodules)]);
     const { head, branch, tree } = built;
 
@@ -160,20 +169,29 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
       omittedFilesDigest(previous.omitted) === omittedFilesDigest(omitted)
     ) {
       await built.patch?.catch(() => undefined);
-      if (refName) await keepSnapshotRef(git, layout, refName, previous, tree, head, now());
+      if (snapshot && refName) await keepSnapshotRef(git, layout, snapshot, refName, previous, tree, head, now());
       await privateIndex.save(tree);
       return { outcome: "unchanged", manifest: previous };
     }
 
-    const [config, attributePaths, environment, bundle, pending, snapshotCommit] = await Promise.all([
-      configPairs(git, layout, privateIndex),
-      attributeFiles(git, privateIndex, built.attributesChanged),
+    const configuration = configPairs(git, layout, privateIndex);
+    const attributeTexts = attributeFiles(git, privateIndex, built.attributesChanged).then((paths) =>
+      readAttributeFiles(layout.root, layout.commonDir, paths),
+    );
+    const unpushed = unpushedHistory(git, layout, privateIndex, head).then((history) =>
+      bundleUnpushed(git, { unpushed: history, previous, maxBytes }),
+    );
+    // The state for the next capture is complete once these three have remembered their
+    // answers: it is saved while the patch and the snapshot commit finish.
+    const saved = Promise.all([configuration, attributeTexts, unpushed]).then(() => privateIndex.save(tree));
+    const [snapshotCommit, config, attributes, environment, bundle, pending] = await Promise.all([
+      snapshot ? snapshot.write({ tree, head, now: now() }) : Promise.resolve(null),
+      configuration,
+      attributeTexts,
       environmentDigest(layout.root),
-      unpushedHistory(git, layout, privateIndex, head).then((unpushed) =>
-        bundleUnpushed(git, { unpushed, previous, maxBytes }),
-      ),
+      unpushed,
       built.patch ?? patchTo(head, { tree }),
-      refName ? writeSnapshotCommit(git, { ref: refName, tree, head, now: now() }) : Promise.resolve(null),
+      saved,
     ]);
     const chain = completeChain(pending, tree);
 
@@ -192,16 +210,16 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
       patches: chain.patches,
       bundle: bundle.bundle,
       omitted: sortOmitted([...omitted, ...bundle.omitted]),
-      filters: recordedFilters(config, await readAttributeFiles(layout.root, layout.commonDir, attributePaths)),
+      filters: recordedFilters(config, attributes),
       envHash: environment.envHash,
       envFiles: environment.envFiles,
       snapshotRef: snapshotCommit,
       degradedFrom: options.degradedFrom ?? null,
       capturedAt: now().toISOString(),
     } satisfies CaptureManifest);
-    await privateIndex.save(tree);
     return { outcome: "captured", manifest, artifacts };
   } finally {
+    snapshot?.cancel();
     await privateIndex.release();
   }
 }
@@ -217,6 +235,7 @@ function definedOnly(options: CaptureOptions) {
 async function keepSnapshotRef(
   git: GitRunner,
   layout: RepositoryLayout,
+  snapshot: SnapshotWriter,
   ref: string,
   previous: CaptureManifest,
   tree: string,
@@ -225,7 +244,7 @@ async function keepSnapshotRef(
 ): Promise<void> {
   const recorded = previous.snapshotRef;
   if (recorded?.name === ref && (await snapshotRefPointsAt(git, layout.commonDir, ref, recorded.commit))) return;
-  await writeSnapshotCommit(git, { ref, tree, head, now });
+  await snapshot.write({ tree, head, now });
 }
 
 // --- what earlier captures already know ------------------------------------------------------------
@@ -279,6 +298,9 @@ interface BuiltTree {
 
 type PatchTo = (head: string | null, to: { indexFile: string }) => Promise<PendingPatch>;
 
+/** Called once, as the private index starts to change. */
+type OnIndexChange = () => void;
+
 type Settings = typeof CAPTURE_DEFAULTS & Partial<typeof CAPTURE_DEFAULTS>;
 
 /** Failures that a fresh private index may cure (a damaged file, objects pruned under it). */
@@ -292,13 +314,14 @@ async function buildTree(
   privateIndex: PrivateIndex,
   s: Settings,
   patchTo: PatchTo,
+  onIndexChange: OnIndexChange,
 ): Promise<BuiltTree> {
   try {
-    return await buildTreeOnce(git, layout, privateIndex, s, patchTo);
+    return await buildTreeOnce(git, layout, privateIndex, s, patchTo, onIndexChange);
   } catch (error) {
     if (privateIndex.seeded || !mayBeDamage(error)) throw error;
     await privateIndex.reseed();
-    return buildTreeOnce(git, layout, privateIndex, s, patchTo);
+    return buildTreeOnce(git, layout, privateIndex, s, patchTo, onIndexChange);
   }
 }
 
@@ -333,19 +356,23 @@ async function ignoreFilesSignature(root: string, status: StatusReport): Promise
     .digest("hex");
 }
 
+/** Paths lstat-ed between turns of the event loop: synchronous calls cost far less per path. */
+const MEASURE_BATCH = 256;
+
 async function measure(root: string, paths: readonly string[]): Promise<Map<string, number | null>> {
   const sizes = new Map<string, number | null>();
-  await Promise.all(
-    paths.map(async (path) => {
+  for (let i = 0; i < paths.length; i += MEASURE_BATCH) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    for (const path of paths.slice(i, i + MEASURE_BATCH)) {
       try {
-        sizes.set(path, (await lstat(join(root, path))).size);
+        const st = lstatSync(join(root, path), { throwIfNoEntry: false });
+        sizes.set(path, st ? st.size : null);
       } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === "ENOENT" || code === "ENOTDIR") sizes.set(path, null);
+        if ((error as NodeJS.ErrnoException).code === "ENOTDIR") sizes.set(path, null);
         else throw unreadablePath(path, (error as Error).message);
       }
-    }),
-  );
+    }
+  }
   return sizes;
 }
 
@@ -368,6 +395,7 @@ async function buildTreeOnce(
   privateIndex: PrivateIndex,
   s: Settings,
   patchTo: PatchTo,
+  onIndexChange: OnIndexChange,
 ): Promise<BuiltTree> {
   let status = await git.run(privateStatus(privateIndex));
   let ignoreSignature = await ignoreFilesSignature(layout.root, status);
@@ -406,8 +434,17 @@ async function buildTreeOnce(
       reset.push(...(await git.run(treeEntries(headTree, plan.resetToHeadLookup))));
     }
   }
-  if (reset.length > 0) await git.run(setIndexEntries(privateIndex.indexFile, reset));
-  if (plan.update.length > 0) await git.run(updateIndexFromWorktree(privateIndex.indexFile, plan.update));
+  // Starting git blocks this process for a few milliseconds, so the index update starts first.
+  let changing = false;
+  const changingIndex = <T>(running: Promise<T>) => {
+    if (!changing) onIndexChange();
+    changing = true;
+    return running;
+  };
+  if (reset.length > 0) await changingIndex(git.run(setIndexEntries(privateIndex.indexFile, reset)));
+  if (plan.update.length > 0) {
+    await changingIndex(git.run(updateIndexFromWorktree(privateIndex.indexFile, plan.update)));
+  }
 
   const changed = reset.length > 0 || plan.update.length > 0;
   let tree: string;
@@ -419,10 +456,12 @@ async function buildTreeOnce(
   ) {
     tree = privateIndex.state.tree;
   } else if (changed) {
-    // The patch reads the index while its tree is written: both see the same entries.
+    // The patch reads the index while its tree is written: both see the same entries. The
+    // tree, which the rest waits for, starts first.
+    const writing = git.run(writeTree(privateIndex.indexFile));
     patch = patchTo(status.head, { indexFile: privateIndex.indexFile });
     patch.catch(() => undefined);
-    tree = await git.run(writeTree(privateIndex.indexFile));
+    tree = await writing;
   } else {
     tree = await git.run(writeTree(privateIndex.indexFile));
   }

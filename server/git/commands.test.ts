@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { isStrataError } from "../domain/errors.ts";
 import {
-  commitTree,
+  commitText,
   configMatching,
   fetchBranch,
   ignoredPaths,
@@ -13,8 +13,9 @@ import {
   setIndexEntries,
   treeEntries,
   treePatch,
+  refUpdate,
   updateIndexFromWorktree,
-  updateRef,
+  updateRefs,
 } from "./commands.ts";
 import { parseStatus, parseUnreadableWarnings, statusCommand } from "./status.ts";
 import type { GitOutput } from "./runner.ts";
@@ -111,7 +112,9 @@ describe("argument guards", () => {
     expect(refused(() => resolveCommit("has space"))).toBe(true);
     expect(refused(() => oidArg("-x"))).toBe(true);
     expect(refused(() => oidArg("abc"))).toBe(true);
-    expect(refused(() => updateRef("-d", A))).toBe(true);
+    expect(refused(() => refUpdate("-d", A))).toBe(true);
+    expect(refused(() => refUpdate("refs/strata/x", "-x"))).toBe(true);
+    expect(refused(() => commitText(A, [], "msg", { name: "a>b", email: "s@x", when: 0 }))).toBe(true);
     expect(refused(() => fetchBranch("--exec=evil", "main", 1000))).toBe(true);
     expect(refused(() => fetchBranch("origin", "-main", 1000))).toBe(true);
     expect(resolveCommit("main").args).toEqual([
@@ -211,16 +214,11 @@ describe("parsers", () => {
   });
 
   it("commits with a fixed identity and date, and moves refs without hooks", () => {
-    const command = commitTree(A, [B], "msg", { name: "Strata", email: "s@x", when: 1_700_000_000.5 });
-    expect(command.args).toEqual(["commit-tree", "--no-gpg-sign", "-p", B, A]);
-    expect(command.env).toMatchObject({ GIT_AUTHOR_DATE: "1700000000 +0000", GIT_COMMITTER_NAME: "Strata" });
-    expect(updateRef("refs/strata/snapshots/a/b", A).args).toEqual([
-      "-c",
-      "core.hooksPath=/dev/null",
-      "update-ref",
-      "--no-deref",
-      "refs/strata/snapshots/a/b",
-      A,
-    ]);
+    expect(commitText(A, [B], "msg\n", { name: "Strata", email: "s@x", when: 1_700_000_000.5 })).toBe(
+      `tree ${A}\nparent ${B}\nauthor Strata <s@x> 1700000000 +0000\ncommitter Strata <s@x> 1700000000 +0000\n\nmsg\n`,
+    );
+    const moves = updateRefs(refUpdate("refs/strata/snapshots/a/b", A));
+    expect(moves.args).toEqual(["-c", "core.hooksPath=/dev/null", "update-ref", "--no-deref", "--stdin", "-z"]);
+    expect(moves.input).toBe(`update refs/strata/snapshots/a/b\u0000${A}\u0000\u0000`);
   });
 });

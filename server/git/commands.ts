@@ -322,32 +322,40 @@ export interface CommitIdentity {
   when: number;
 }
 
-export function commitTree(
-  tree: string,
-  parents: readonly string[],
-  message: string,
-  who: CommitIdentity,
-): GitCommand<string> {
-  const date = `${Math.floor(who.when)} +0000`;
+/**
+ * The text of a commit object, byte for byte what `git commit-tree` writes for these parents,
+ * identity and message (UTC dates, no encoding header: the message is UTF-8).
+ */
+export function commitText(tree: string, parents: readonly string[], message: string, who: CommitIdentity): string {
+  const unsafe = (text: string, bytes: readonly string[]) => bytes.some((b) => text.includes(b));
+  if (unsafe(who.name, ["<", ">", "\n", "\u0000"]) || unsafe(who.email, ["<", ">", "\n", "\u0000"])) {
+    throw new StrataError("INVALID_INPUT", "Refusing an unsafe commit identity.");
+  }
+  if (unsafe(message, ["\u0000"])) throw new StrataError("INVALID_INPUT", "Refusing a commit message with a NUL byte.");
+  const ident = `${who.name} <${who.email}> ${Math.floor(who.when)} +0000`;
+  const header = [`tree ${oidArg(tree)}`, ...parents.map((p) => `parent ${oidArg(p)}`)];
+  return `${header.join("\n")}\nauthor ${ident}\ncommitter ${ident}\n\n${message}`;
+}
+
+/** Writes a commit object (checked by git) from its text on stdin and prints its id. */
+export function writeCommitObject(text: string | Promise<string>): GitCommand<string> {
   return {
-    args: ["commit-tree", "--no-gpg-sign", ...parents.flatMap((p) => ["-p", oidArg(p)]), oidArg(tree)],
-    input: message,
-    env: {
-      GIT_AUTHOR_NAME: who.name,
-      GIT_AUTHOR_EMAIL: who.email,
-      GIT_AUTHOR_DATE: date,
-      GIT_COMMITTER_NAME: who.name,
-      GIT_COMMITTER_EMAIL: who.email,
-      GIT_COMMITTER_DATE: date,
-    },
-    parse: oneObjectId("commit-tree"),
+    args: ["hash-object", "-t", "commit", "-w", "--stdin"],
+    input: text,
+    parse: oneObjectId("hash-object"),
   };
 }
 
-/** Points a ref at a commit. No hooks run: this write must have no side effects. */
-export function updateRef(name: string, oid: string): GitCommand<void> {
+/** The `update-ref --stdin -z` instruction that points a ref at an object. */
+export function refUpdate(name: string, oid: string): string {
+  return nulInput([`update ${refArg(name)}`, oidArg(oid), ""]);
+}
+
+/** Moves refs as `refUpdate` instructions say, in one transaction. No hooks run. */
+export function updateRefs(instructions: string | Promise<string>): GitCommand<void> {
   return {
-    args: ["-c", "core.hooksPath=/dev/null", "update-ref", "--no-deref", refArg(name), oidArg(oid)],
+    args: ["-c", "core.hooksPath=/dev/null", "update-ref", "--no-deref", "--stdin", "-z"],
+    input: instructions,
     parse: () => undefined,
   };
 }

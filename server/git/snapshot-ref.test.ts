@@ -1,5 +1,7 @@
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { defaultCheckoutName, refComponent, snapshotRefName } from "./snapshot-ref.ts";
+import { createGitRunner } from "./runner.ts";
+import { defaultCheckoutName, refComponent, snapshotRefName, snapshotWriter } from "./snapshot-ref.ts";
 import { git, initRepository, removeTemporaryDirectories } from "./test-repos.ts";
 import { afterAll } from "vitest";
 
@@ -39,5 +41,49 @@ describe("snapshot ref names", () => {
   it("names a checkout by its directory and a digest of its path", () => {
     expect(defaultCheckoutName("/home/me/src/app")).toMatch(/^app-[0-9a-f]{12}$/);
     expect(defaultCheckoutName("/a/app")).not.toBe(defaultCheckoutName("/b/app"));
+  });
+
+  it("writes the commit git commit-tree would write, and moves the ref to it", async () => {
+    const root = initRepository();
+    const head = git(root, ["rev-parse", "HEAD"]).trim();
+    const tree = git(root, ["rev-parse", "HEAD^{tree}"]).trim();
+    const ref = snapshotRefName("ctx", "co");
+    const writer = snapshotWriter(createGitRunner({ cwd: root }), ref);
+    writer.prepare();
+    const written = await writer.write({ tree, head, now: new Date(1_700_000_000_000) });
+    writer.cancel();
+    expect(written).toEqual({ name: ref, commit: git(root, ["rev-parse", ref]).trim() });
+    const date = "1700000000 +0000";
+    const expected = execFileSync("git", ["commit-tree", "--no-gpg-sign", "-p", head, tree], {
+      cwd: root,
+      input: `Strata worktree snapshot\n\nref: ${ref}\n`,
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: "Strata",
+        GIT_AUTHOR_EMAIL: "strata@localhost",
+        GIT_AUTHOR_DATE: date,
+        GIT_COMMITTER_NAME: "Strata",
+        GIT_COMMITTER_EMAIL: "strata@localhost",
+        GIT_COMMITTER_DATE: date,
+      },
+    });
+    expect(written.commit).toBe(expected.toString().trim());
+  });
+
+  it("writes no ref when a prepared snapshot is cancelled", async () => {
+    const root = initRepository();
+    const ref = snapshotRefName("ctx", "cancelled");
+    const writer = snapshotWriter(createGitRunner({ cwd: root }), ref);
+    writer.prepare();
+    writer.cancel();
+    expect(git(root, ["for-each-ref", "refs/strata/"])).toBe("");
+    // The ref can still be written afterwards.
+    const tree = git(root, ["rev-parse", "HEAD^{tree}"]).trim();
+    const again = await snapshotWriter(createGitRunner({ cwd: root }), ref).write({
+      tree,
+      head: null,
+      now: new Date(),
+    });
+    expect(git(root, ["rev-parse", ref]).trim()).toBe(again.commit);
   });
 });

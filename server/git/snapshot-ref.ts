@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { commitTree, resolveCommit, updateRef } from "./commands.ts";
+import { commitText, refUpdate, resolveCommit, updateRefs, writeCommitObject } from "./commands.ts";
 import type { GitRunner } from "./runner.ts";
 
 export const SNAPSHOT_REF_PREFIX = "refs/strata/snapshots/";
@@ -39,16 +39,56 @@ export function defaultCheckoutName(root: string): string {
 
 const IDENTITY = { name: "Strata", email: "strata@localhost" };
 
-export async function writeSnapshotCommit(
-  git: GitRunner,
-  opts: { ref: string; tree: string; head: string | null; now: Date },
-): Promise<{ name: string; commit: string }> {
-  const message = `Strata worktree snapshot\n\nref: ${opts.ref}\n`;
-  const commit = await git.run(
-    commitTree(opts.tree, opts.head ? [opts.head] : [], message, { ...IDENTITY, when: opts.now.getTime() / 1000 }),
-  );
-  await git.run(updateRef(opts.ref, commit));
-  return { name: opts.ref, commit };
+export interface SnapshotWriter {
+  /**
+   * Starts the two git processes now (`hash-object` for the commit, `update-ref --stdin` for
+   * the ref), while other work runs; they wait for their input until `write`.
+   */
+  prepare(): void;
+  /** Commits the tree on top of HEAD and points the ref at the commit. */
+  write(opts: { tree: string; head: string | null; now: Date }): Promise<{ name: string; commit: string }>;
+  /** Stops processes `prepare` started and `write` did not use; nothing is written. */
+  cancel(): void;
+}
+
+export function snapshotWriter(git: GitRunner, ref: string): SnapshotWriter {
+  let text: { resolve: (text: string) => void; reject: (error: Error) => void } | null = null;
+  let started: { commit: Promise<string>; moved: Promise<void> } | null = null;
+  let used = false;
+  const prepare = () => {
+    if (started) return started;
+    const input = new Promise<string>((resolve, reject) => {
+      text = { resolve, reject };
+    });
+    const commit = git.run(writeCommitObject(input));
+    const moved = git.run(updateRefs(commit.then((oid) => refUpdate(ref, oid))));
+    // Settled here too, so a cancelled or failed pair never surfaces as an unhandled rejection.
+    commit.catch(() => undefined);
+    moved.catch(() => undefined);
+    started = { commit, moved };
+    return started;
+  };
+  return {
+    prepare() {
+      prepare();
+    },
+    async write(opts) {
+      const { commit, moved } = prepare();
+      used = true;
+      const message = `Strata worktree snapshot\n\nref: ${ref}\n`;
+      const who = { ...IDENTITY, when: opts.now.getTime() / 1000 };
+      try {
+        text?.resolve(commitText(opts.tree, opts.head ? [opts.head] : [], message, who));
+      } catch (error) {
+        text?.reject(error as Error);
+      }
+      await moved;
+      return { name: ref, commit: await commit };
+    },
+    cancel() {
+      if (!used) text?.reject(new Error("snapshot commit not needed"));
+    },
+  };
 }
 
 /** Whether the ref already points at the commit (loose ref read directly; packed via git). */
