@@ -2,19 +2,39 @@
 // `.git` directory, or a `.git` file pointing at one (linked worktrees, submodules). Anything
 // unusual (core.worktree, a bare repository, a mount point on the way up, a directory inside
 // .git) returns null, and the caller asks `git rev-parse`, which is always right.
-import { lstat, readFile, realpath, stat } from "node:fs/promises";
+//
+// The dozen small reads are synchronous: each costs microseconds, far less than the thread-pool
+// round trip of its asynchronous form, and this runs at the start of every capture.
+import { lstatSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { RepositoryLayout } from "./commands.ts";
 
-async function isDirectory(path: string): Promise<boolean> {
-  return stat(path).then(
-    (st) => st.isDirectory(),
-    () => false,
-  );
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
 }
 
-async function readGitFile(path: string, base: string): Promise<string | null> {
-  const text = await readFile(path, "utf8").catch(() => null);
+function isFile(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isFile() ?? false;
+}
+
+function readText(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+function realPath(path: string): string | null {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return null;
+  }
+}
+
+function readGitFile(path: string, base: string): string | null {
+  const text = readText(path);
   const match = text ? /^gitdir: (.+?)\r?\n?$/.exec(text) : null;
   if (!match?.[1]) return null;
   return isAbsolute(match[1]) ? match[1] : resolve(base, match[1]);
@@ -30,33 +50,34 @@ function readConfig(text: string): { objectFormat: "sha1" | "sha256" } | null {
 }
 
 export async function discoverRepository(start: string): Promise<RepositoryLayout | null> {
-  const device = (await stat(start)).dev;
+  return discover(start);
+}
+
+function discover(start: string): RepositoryLayout | null {
+  const device = statSync(start).dev;
   for (let dir = start; ; dir = dirname(dir)) {
     // Inside a git directory git answers differently (no working tree): let it.
     if (basename(dir) === ".git") return null;
-    if ((await stat(dir)).dev !== device) return null;
+    if (statSync(dir).dev !== device) return null;
     const dotGit = join(dir, ".git");
-    const entry = await lstat(dotGit).catch(() => null);
+    const entry = lstatSync(dotGit, { throwIfNoEntry: false });
     if (entry) {
       let gitDir: string | null = null;
       if (entry.isDirectory()) gitDir = dotGit;
-      else if (entry.isFile()) gitDir = await readGitFile(dotGit, dir);
+      else if (entry.isFile()) gitDir = readGitFile(dotGit, dir);
       if (!gitDir) return null;
-      gitDir = await realpath(gitDir).catch(() => null);
+      gitDir = realPath(gitDir);
       if (!gitDir) return null;
-      const pointer = await readFile(join(gitDir, "commondir"), "utf8").catch(() => null);
+      const pointer = readText(join(gitDir, "commondir"));
       const commonDir = pointer === null ? gitDir : resolve(gitDir, pointer.trim());
       const valid =
-        (await stat(join(gitDir, "HEAD")).then(
-          (st) => st.isFile(),
-          () => false,
-        )) &&
-        (await isDirectory(join(commonDir, "objects"))) &&
-        (await isDirectory(join(commonDir, "refs")));
+        isFile(join(gitDir, "HEAD")) && isDirectory(join(commonDir, "objects")) && isDirectory(join(commonDir, "refs"));
       if (!valid) return null;
-      const config = readConfig(await readFile(join(commonDir, "config"), "utf8").catch(() => ""));
+      const config = readConfig(readText(join(commonDir, "config")) ?? "");
       if (!config) return null;
-      return { root: dir, gitDir, commonDir: await realpath(commonDir), objectFormat: config.objectFormat };
+      const realCommonDir = realPath(commonDir);
+      if (!realCommonDir) return null;
+      return { root: dir, gitDir, commonDir: realCommonDir, objectFormat: config.objectFormat };
     }
     if (dirname(dir) === dir) return null;
   }

@@ -3,7 +3,8 @@
 // changed: the user's index (what is tracked), the exclude files, the configuration. Losing or
 // damaging it only costs time: it is rebuilt, never trusted blindly.
 import { randomBytes } from "node:crypto";
-import { copyFile, mkdir, open, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { copyFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
@@ -67,10 +68,12 @@ export function privateIndexDirectory(layout: RepositoryLayout, cacheDir?: strin
   return join(cacheDir, key);
 }
 
-async function statSignature(path: string): Promise<string> {
+// The reads and the lock at the start of every capture are synchronous: each costs
+// microseconds, less than the thread-pool round trip of its asynchronous form.
+function statSignature(path: string): string {
   try {
-    const st = await stat(path, { bigint: true });
-    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+    return st ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : "missing";
   } catch {
     return "missing";
   }
@@ -87,7 +90,7 @@ function defaultExcludesFile(env: NodeJS.ProcessEnv): string {
   return join(env.XDG_CONFIG_HOME || join(home, ".config"), "git", "ignore");
 }
 
-async function fingerprintOf(layout: RepositoryLayout, excludesFile: string | null): Promise<string> {
+function fingerprintOf(layout: RepositoryLayout, excludesFile: string | null): string {
   const files = [
     join(layout.gitDir, "index"),
     join(layout.commonDir, "info", "exclude"),
@@ -96,7 +99,7 @@ async function fingerprintOf(layout: RepositoryLayout, excludesFile: string | nu
     excludesFile ?? defaultExcludesFile(process.env),
     ...globalConfigFiles(process.env),
   ];
-  const signatures = await Promise.all(files.map(statSignature));
+  const signatures = files.map(statSignature);
   return createHash("sha256")
     .update(JSON.stringify([files, signatures]))
     .digest("hex");
@@ -106,9 +109,9 @@ function expandHome(path: string): string {
   return path.startsWith("~/") ? join(process.env.HOME ?? homedir(), path.slice(2)) : path;
 }
 
-async function readState(file: string): Promise<PrivateIndexState | null> {
+function readState(file: string): PrivateIndexState | null {
   try {
-    const parsed = JSON.parse(await readFile(file, "utf8")) as Partial<PrivateIndexState>;
+    const parsed = JSON.parse(readFileSync(file, "utf8")) as Partial<PrivateIndexState>;
     if (parsed.version !== 1 || typeof parsed.fingerprint !== "string") return null;
     return {
       version: 1,
@@ -131,21 +134,22 @@ async function writeAtomically(file: string, content: string): Promise<void> {
   await rename(tmp, file);
 }
 
-async function takeLock(lockFile: string): Promise<boolean> {
+function takeLock(lockFile: string): boolean {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const handle = await open(lockFile, "wx");
-      await handle.writeFile(`${process.pid}\n`);
-      await handle.close();
+      const fd = openSync(lockFile, "wx");
+      try {
+        writeSync(fd, `${process.pid}\n`);
+      } finally {
+        closeSync(fd);
+      }
       return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const age = await stat(lockFile).then(
-        (st) => Date.now() - st.mtimeMs,
-        () => Infinity,
-      );
+      const st = statSync(lockFile, { throwIfNoEntry: false });
+      const age = st ? Date.now() - st.mtimeMs : Infinity;
       if (age < LOCK_STALE_MS) return false;
-      await rm(lockFile, { force: true });
+      rmSync(lockFile, { force: true });
     }
   }
   return false;
@@ -178,16 +182,16 @@ export async function openPrivateIndex(
   opts: PrivateIndexOptions,
 ): Promise<PrivateIndex> {
   const dir = privateIndexDirectory(layout, opts.cacheDir);
-  await mkdir(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true });
   const mode = opts.includeUntracked ? "all" : "tracked";
   const sharedIndex = join(dir, `index-${mode}`);
   const stateFile = join(dir, `state-${mode}.json`);
   const lockFile = join(dir, `capture-${mode}.lock`);
 
-  const locked = await takeLock(lockFile);
+  const locked = takeLock(lockFile);
   // Another capture of this checkout is running: work on a throw-away copy instead of waiting.
   const indexFile = locked ? sharedIndex : join(dir, `index-${mode}.${randomBytes(6).toString("hex")}.tmp`);
-  let state = await readState(stateFile);
+  let state = readState(stateFile);
   let saved = state ? JSON.stringify(state) : null;
   let seeded = false;
 
@@ -204,7 +208,7 @@ export async function openPrivateIndex(
 
   const reseed = async () => {
     const settings = await resolveIgnoreSettings();
-    const fingerprint = await fingerprintOf(layout, settings.excludesFile);
+    const fingerprint = fingerprintOf(layout, settings.excludesFile);
     const tmp = `${indexFile}.${randomBytes(6).toString("hex")}.seed`;
     try {
       const userIndex = join(layout.gitDir, "index");
@@ -244,16 +248,13 @@ export async function openPrivateIndex(
     await rm(indexFile, { force: true });
     await reseed();
   } else {
-    const current = state ? await fingerprintOf(layout, state.excludesFile) : null;
-    const present = await stat(indexFile).then(
-      () => true,
-      () => false,
-    );
+    const current = state ? fingerprintOf(layout, state.excludesFile) : null;
+    const present = existsSync(indexFile);
     if (!state || !present || current !== state.fingerprint) await reseed();
   }
 
   const signature = async () => {
-    const sig = await statSignature(indexFile);
+    const sig = statSignature(indexFile);
     return sig === "missing" ? null : sig;
   };
 
