@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CaptureManifest, OmittedEntry } from "../domain/capture-manifest.ts";
@@ -270,6 +270,34 @@ describe("capture over time", () => {
     remove(root, ".git/strata");
     const third = await captureUntouched(root, { previous: second.manifest });
     expect(third.outcome).toBe("unchanged");
+  });
+
+  it("leaves an index with racily clean entries for the next write, and still sees racy changes", async () => {
+    const root = initRepository({ "a.txt": "one\n", "b.txt": "b\n" });
+    const indexFile = join(root, ".git", "strata", "index-all");
+    const stateOf = () => JSON.parse(readFileSync(join(root, ".git", "strata", "state-all.json"), "utf8"));
+    const indexStat = () => statSync(indexFile, { bigint: true });
+    const first = await capture(root);
+    // Dated in the future, a.txt is modified in (or after) the second of any index write.
+    const later = new Date(Date.now() + 120_000);
+    write(root, "a.txt", "two\n");
+    utimesSync(join(root, "a.txt"), later, later);
+    const second = await capture(root, { previous: first.manifest });
+    expect(stateOf().racyEntries).toBe(true);
+
+    // Its status leaves the index alone; the one after it writes it as git status would.
+    const written = indexStat();
+    expect((await captureUntouched(root, { previous: second.manifest })).outcome).toBe("unchanged");
+    expect(indexStat().mtimeNs).toBe(written.mtimeNs);
+    expect(stateOf().racyEntries).toBe(false);
+    expect((await captureUntouched(root, { previous: second.manifest })).outcome).toBe("unchanged");
+    expect(indexStat().mtimeNs).not.toBe(written.mtimeNs);
+
+    // Same size, same modification time: still captured (the entry is checked by content).
+    write(root, "a.txt", "six\n");
+    utimesSync(join(root, "a.txt"), later, later);
+    const third = await capture(root, { previous: second.manifest });
+    expect(treeEntry(root, third.manifest.tree, "a.txt")).toContain(git(root, ["hash-object", "a.txt"]).trim());
   });
 
   it("drops a file that an earlier capture took once .gitignore ignores it", async () => {

@@ -6,7 +6,7 @@
 // only those paths are read again. When HEAD, the tree and the set of left-out files are all as
 // the previous capture recorded them, the result is a reference to that capture.
 import { createHash } from "node:crypto";
-import { lstatSync } from "node:fs";
+import { lstatSync, statSync } from "node:fs";
 import { lstat, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import {
@@ -331,7 +331,8 @@ function privateStatus(privateIndex: PrivateIndex) {
     ignored: true,
     ignoreSubmodules: "dirty",
     indexFile: privateIndex.indexFile,
-    writeRefreshedIndex: true,
+    // See PrivateIndexState.racyEntries: otherwise status may write refreshed stat data back.
+    writeRefreshedIndex: !privateIndex.state.racyEntries,
   });
 }
 
@@ -359,21 +360,42 @@ async function ignoreFilesSignature(root: string, status: StatusReport): Promise
 /** Paths lstat-ed between turns of the event loop: synchronous calls cost far less per path. */
 const MEASURE_BATCH = 256;
 
-async function measure(root: string, paths: readonly string[]): Promise<Map<string, number | null>> {
+interface Measured {
+  /** Size of each path (lstat; a symlink counts its target text); null when missing. */
+  sizes: Map<string, number | null>;
+  /** Modification time of each present path, in milliseconds. */
+  mtimes: Map<string, number>;
+}
+
+async function measure(root: string, paths: readonly string[]): Promise<Measured> {
   const sizes = new Map<string, number | null>();
+  const mtimes = new Map<string, number>();
   for (let i = 0; i < paths.length; i += MEASURE_BATCH) {
     if (i > 0) await new Promise((resolve) => setImmediate(resolve));
     for (const path of paths.slice(i, i + MEASURE_BATCH)) {
       try {
         const st = lstatSync(join(root, path), { throwIfNoEntry: false });
         sizes.set(path, st ? st.size : null);
+        if (st) mtimes.set(path, st.mtimeMs);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOTDIR") sizes.set(path, null);
         else throw unreadablePath(path, (error as Error).message);
       }
     }
   }
-  return sizes;
+  return { sizes, mtimes };
+}
+
+/**
+ * Whether the index, as just written, holds entries of these files that are racily clean:
+ * modified in the same second as the index file (git compares whole seconds). A file modified
+ * again after it was measured only makes this false where git finds it racy, never the reverse.
+ */
+function leftRacyEntries(indexFile: string, paths: readonly string[], mtimes: ReadonlyMap<string, number>): boolean {
+  const written = statSync(indexFile, { throwIfNoEntry: false });
+  if (!written) return false;
+  const second = Math.floor(written.mtimeMs / 1000);
+  return paths.some((path) => Math.floor((mtimes.get(path) ?? 0) / 1000) >= second);
 }
 
 async function nestedRepositories(root: string, entries: readonly StatusEntry[]): Promise<Set<string>> {
@@ -410,7 +432,7 @@ async function buildTreeOnce(
   if (unreadable !== undefined) throw unreadablePath(unreadable, "the directory cannot be opened");
 
   const measured = pathsToMeasure(status.entries);
-  const [sizes, snapshotIgnored, nested] = await Promise.all([
+  const [{ sizes, mtimes }, snapshotIgnored, nested] = await Promise.all([
     measure(layout.root, measured),
     snapshotIgnoredPaths(git, layout.root, privateIndex.dir, privateIndex.state.ignoreCase, measured),
     nestedRepositories(layout.root, status.entries),
@@ -466,6 +488,7 @@ async function buildTreeOnce(
     tree = await git.run(writeTree(privateIndex.indexFile));
   }
   privateIndex.noteIgnoreFiles(ignoreSignature);
+  privateIndex.noteRacyEntries(plan.update.length > 0 && leftRacyEntries(privateIndex.indexFile, plan.update, mtimes));
   const attributesChanged = status.entries.some(
     (e) => e.kind !== "ignored" && (e.path === ".gitattributes" || e.path.endsWith("/.gitattributes")),
   );

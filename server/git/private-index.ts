@@ -24,6 +24,14 @@ export interface PrivateIndexState {
   indexSignature: string | null;
   /** The .gitignore files that differed from HEAD at the last capture (see capture.ts). */
   ignoreFilesSignature: string | null;
+  /**
+   * Whether the last capture left entries of files modified in the second the index was
+   * written ("racily clean": git re-checks them by content until the index is written in a
+   * later second). `git status` rewrites such an index merely to mark them, so the next
+   * capture's status does not: if that capture changes the index, writing it does the same; if
+   * not, the flag is cleared and the status after it writes.
+   */
+  racyEntries: boolean;
   /** Answers of earlier captures, each valid while its key holds (see capture.ts). */
   memo: CaptureMemo;
 }
@@ -50,6 +58,8 @@ export interface PrivateIndex {
   signature(): Promise<string | null>;
   /** Remembers which .gitignore files the index was built against. */
   noteIgnoreFiles(signature: string): void;
+  /** Remembers whether this capture's index writes left racily clean entries. */
+  noteRacyEntries(racy: boolean): void;
   /** Keeps answers for the next capture (written by `save`). */
   remember(update: Partial<CaptureMemo>): void;
 }
@@ -121,6 +131,7 @@ function readState(file: string): PrivateIndexState | null {
       tree: typeof parsed.tree === "string" ? parsed.tree : null,
       indexSignature: typeof parsed.indexSignature === "string" ? parsed.indexSignature : null,
       ignoreFilesSignature: typeof parsed.ignoreFilesSignature === "string" ? parsed.ignoreFilesSignature : null,
+      racyEntries: parsed.racyEntries === true,
       memo: captureMemoSchema.safeParse(parsed.memo).data ?? {},
     };
   } catch {
@@ -239,6 +250,7 @@ export async function openPrivateIndex(
       tree: null,
       indexSignature: null,
       ignoreFilesSignature: null,
+      racyEntries: false,
       memo,
     };
     seeded = true;
@@ -272,6 +284,9 @@ export async function openPrivateIndex(
     signature,
     noteIgnoreFiles(signature: string) {
       if (state) state = { ...state, ignoreFilesSignature: signature };
+    },
+    noteRacyEntries(racy: boolean) {
+      if (state) state = { ...state, racyEntries: racy };
     },
     remember(update: Partial<CaptureMemo>) {
       if (state) state = { ...state, memo: { ...state.memo, ...update } };
