@@ -2,8 +2,12 @@
 // at 10k and 100k snapshots. Each size gets a fresh database, bulk-filled with SQL, and the
 // measured calls are the real service (decision, lineage, pin and restore row, committed).
 // Clients are closed loops with no pause between acquires: the worst case for queueing.
-// A single client is measured too, for the latency of one acquire without queueing.
+// A single client is measured too, for the latency of one acquire without queueing. The CPU
+// column is per acquire: this process (clients and service) + the PostgreSQL backends (read
+// from /proc, so PostgreSQL must run on this machine; "?" otherwise) — on a shared 2-core
+// machine it tells whether latency moved because the code did or because the machine was busy.
 // Options: --sizes 10000,100000 --clients 1,16 --acquires 4000.
+import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { createTestCatalog, type TestCatalog } from "../server/db/test-databases.ts";
@@ -139,6 +143,25 @@ function request(i: number, shape: Shape) {
   };
 }
 
+/** CPU seconds (user + system) a process has used, from /proc; null where that cannot be read. */
+function processCpuSeconds(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+const CLOCK_TICKS = 100;
+
+/** The PostgreSQL backends serving this catalog (the server runs on this machine in the bench). */
+async function backendPids(catalog: TestCatalog): Promise<number[]> {
+  const rows = await catalog.db.$queryRawUnsafe<{ pid: number }[]>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`,
+  );
+  return rows.map((r) => r.pid);
+}
+
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
@@ -149,6 +172,8 @@ async function measure(catalog: TestCatalog, shape: Shape, clients: number, tota
   const latencies: number[] = [];
   const rungs: Record<string, number> = { checkpoint: 0, baseline: 0, cold: 0 };
   let next = 0;
+  const before = new Map((await backendPids(catalog)).map((pid) => [pid, processCpuSeconds(pid)]));
+  const nodeBefore = process.cpuUsage();
   const started = performance.now();
   async function client(): Promise<void> {
     for (;;) {
@@ -172,12 +197,22 @@ async function measure(catalog: TestCatalog, shape: Shape, clients: number, tota
   }
   await Promise.all(Array.from({ length: clients }, () => client()));
   const elapsed = (performance.now() - started) / 1000;
+  const node = process.cpuUsage(nodeBefore);
+  let postgresSeconds: number | null = 0;
+  for (const pid of new Set([...before.keys(), ...(await backendPids(catalog))])) {
+    const now = processCpuSeconds(pid);
+    if (now === null || postgresSeconds === null) postgresSeconds = null;
+    else postgresSeconds += now - (before.get(pid) ?? 0);
+  }
   latencies.sort((a, b) => a - b);
   return {
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     max: latencies.at(-1) ?? Number.NaN,
     throughput: total / elapsed,
+    /** CPU per acquire in ms: this process (clients + service) and the PostgreSQL backends. */
+    nodeCpu: (node.user + node.system) / 1000 / total,
+    postgresCpu: postgresSeconds === null ? null : (postgresSeconds * 1000) / total,
     rungs,
   };
 }
@@ -207,6 +242,7 @@ async function main(): Promise<void> {
           m.p99.toFixed(2),
           m.max.toFixed(2),
           m.throughput.toFixed(0),
+          `${m.nodeCpu.toFixed(3)}+${m.postgresCpu === null ? "?" : m.postgresCpu.toFixed(3)}`,
           `${m.rungs.checkpoint}/${m.rungs.baseline}/${m.rungs.cold}`,
         ]);
       }
@@ -214,7 +250,17 @@ async function main(): Promise<void> {
       await catalog.drop();
     }
   }
-  const header = ["snapshots", "clients", "acquires", "p50 ms", "p99 ms", "max ms", "acquires/s", "ckpt/base/cold"];
+  const header = [
+    "snapshots",
+    "clients",
+    "acquires",
+    "p50 ms",
+    "p99 ms",
+    "max ms",
+    "acquires/s",
+    "cpu ms node+pg",
+    "ckpt/base/cold",
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ");
   process.stdout.write(
