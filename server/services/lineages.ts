@@ -175,17 +175,18 @@ export const retireLineageInput = z.object({
 });
 export type RetireLineageInput = z.input<typeof retireLineageInput>;
 
-export type RetireActor =
+/** Who retires a lineage: the scope decides which reasons they may give. */
+export type LineageRetirer =
   { kind: "agent"; agent: AgentScope } | { kind: "user"; user: UserScope } | { kind: "system"; name: string };
 
 /** Which reasons each kind of actor may give: agents end their own work, operators anyone's. */
-const REASONS_BY_ACTOR: Record<RetireActor["kind"], readonly LineageRetireReason[]> = {
+const REASONS_BY_ACTOR: Record<LineageRetirer["kind"], readonly LineageRetireReason[]> = {
   agent: ["completed", "declined"],
   user: ["operator"],
   system: ["stale", "completed", "declined", "operator"],
 };
 
-function auditActor(actor: RetireActor): AuditActor {
+function auditActor(actor: LineageRetirer): AuditActor {
   if (actor.kind === "agent") return { type: "agent", id: actor.agent.agentId };
   if (actor.kind === "user") return { type: "user", id: actor.user.userId };
   return { type: "system", id: actor.name };
@@ -197,7 +198,7 @@ function auditActor(actor: RetireActor): AuditActor {
  */
 export async function retireLineage(
   db: Db,
-  opts: RetireLineageInput & { actor: RetireActor; now?: Date },
+  opts: RetireLineageInput & { actor: LineageRetirer; now?: Date },
 ): Promise<RetireLineageResult> {
   const input = retireLineageInput.parse(opts);
   const { actor } = opts;

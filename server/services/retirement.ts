@@ -7,20 +7,19 @@ import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
 import { lockSnapshotRow, RetryTransaction } from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
+import { recordAuditEvent, type AuditActor } from "./audit.ts";
 import { dbNow, dialect } from "./content-sql.ts";
 
 /** States in which a snapshot's heads are released once no pin protects it. */
 export const HEAD_RELEASE_STATES = ["retired", "deleting", "deleted"] as const;
 const ALREADY_RETIRED = new Set<string>(HEAD_RELEASE_STATES);
 
-export type RetireActor =
-  { type: "agent"; id: string } | { type: "user"; id: string } | { type: "system"; id?: string };
-
 export interface RetireSnapshotOptions {
   snapshotId: string;
   /** When set, the snapshot must belong to this agent (otherwise NOT_FOUND). */
   agentId?: string;
-  actor: RetireActor;
+  /** Who retires it, as the audit log names them. */
+  actor: AuditActor;
   reason?: string;
 }
 
@@ -65,17 +64,14 @@ export async function retireSnapshot(db: Db, opts: RetireSnapshotOptions): Promi
       data: { state: "retired", retiredAt: now, retiredReason: reason },
     });
     if (moved.count !== 1) throw new RetryTransaction("snapshot changed state during retirement");
-    await tx.auditEvent.create({
-      data: {
-        at: now,
-        actorType: opts.actor.type,
-        actorId: opts.actor.id ?? null,
-        action: "snapshot.retire",
-        subjectType: "snapshot",
-        subjectId: opts.snapshotId,
-        reason,
-        details: { from: row.state, activePins },
-      },
+    await recordAuditEvent(tx, {
+      at: now,
+      actor: opts.actor,
+      action: "snapshot.retire",
+      subjectType: "snapshot",
+      subjectId: opts.snapshotId,
+      reason,
+      details: { from: row.state, activePins },
     });
     return { snapshotId: opts.snapshotId, state: "retired", retiredAt: now, alreadyRetired: false, activePins };
   });
