@@ -29,7 +29,8 @@ export interface PrivateIndexState {
    * written ("racily clean": git re-checks them by content until the index is written in a
    * later second). `git status` rewrites such an index merely to mark them, so the next
    * capture's status does not: if that capture changes the index, writing it does the same; if
-   * not, the flag is cleared and the status after it writes.
+   * not, the flag is cleared and the status after it writes. Stat data that status refreshed
+   * (files touched but not changed) is written by that later status, not this one.
    */
   racyEntries: boolean;
   /** Answers of earlier captures, each valid while its key holds (see capture.ts). */
