@@ -29,7 +29,7 @@ import {
   type RestoreView,
   type SnapshotRef,
 } from "../domain/views.ts";
-import { createRepositoryPg, readAcquireFactsPg, recordAcquirePg } from "./acquire-postgres.ts";
+import { acquireOnPool, createRepositoryPg } from "./acquire-postgres.ts";
 import { isHeldDegradedOriginal, releaseDegradedHolds } from "./degraded-targets.ts";
 import { createLineage } from "./lineages.ts";
 import { pinSnapshot, releasePin } from "./pins.ts";
@@ -256,9 +256,10 @@ const ACQUIRE_ATTEMPTS = 20;
  * Decides where a workspace starts: this work context's own lineage head, else the ready
  * baseline of the key, else cold. Records the restore and pins the chosen snapshot.
  *
- * On a PostgreSQL catalog client this runs as two statements on the pg pool (see
- * acquire-postgres.ts); on SQLite, or inside a caller's transaction, through Prisma in one
- * transaction. Both read the same facts and share the decision.
+ * On a PostgreSQL catalog client this is one statement on the pg pool, shared with concurrent
+ * acquires (acquire-postgres.ts), whose rung is checked against the ladder here; on SQLite, or
+ * inside a caller's transaction, it runs through Prisma in one transaction. Both read the same
+ * facts and the ladder is decideAcquire's.
  */
 export async function acquireWorkspace(
   db: Db,
@@ -283,44 +284,41 @@ export async function acquireWorkspace(
   if (pool) {
     const restoreId = randomUUID();
     const pinId = `restore:${restoreId}`;
+    const newLineageId = randomUUID();
     for (let attempt = 1; attempt <= ACQUIRE_ATTEMPTS; attempt += 1) {
       const now = opts.now ?? new Date();
       try {
-        const facts = await readAcquireFactsPg(pool, {
+        const outcome = await acquireOnPool(pool, {
           ...key,
           repositoryIdentity: input.repository.identity,
           canonicalRef: input.canonicalRef,
-          workContextId: input.workContextId ?? null,
+          requestedWorkContextId: input.workContextId ?? null,
+          workspace: input.workspace,
+          host: input.host,
           now,
+          restoreId,
+          newLineageId,
+          pinId,
+          holder: `agent:${agentId}`,
+          pinExpiresAt: new Date(now.getTime() + RESTORE_PIN_TTL_MS),
         });
-        if (!facts) {
+        if (!outcome.facts) {
           const repository = { identity: input.repository.identity, name: repositoryDisplayName(input.repository) };
           await createRepositoryPg(pool, { id: randomUUID(), ...repository });
           continue;
         }
-        const decision = decideAcquire(facts);
-        const lineage = facts.lineage ?? newLineageFacts(randomUUID(), workContextId, decision.chosen);
-        const recorded = await recordAcquirePg(pool, {
-          restoreId,
-          ...key,
-          repositoryId: facts.repositoryId,
-          canonicalRef: input.canonicalRef,
-          workspace: input.workspace,
-          host: input.host,
-          rung: decision.choice.rung,
-          createdAt: now,
-          lineage: { existing: facts.lineage !== null, id: lineage.id },
-          chosen: decision.chosen
-            ? {
-                snapshotId: decision.chosen.id,
-                states: decision.states,
-                pinId,
-                holder: `agent:${agentId}`,
-                expiresAt: new Date(now.getTime() + RESTORE_PIN_TTL_MS),
-              }
-            : null,
-        });
-        if (recorded) return plan(restoreId, decision, decision.chosen ? pinId : null, lineage);
+        const decision = decideAcquire(outcome.facts);
+        if (decision.choice.rung !== outcome.rung || (decision.chosen?.id ?? null) !== outcome.chosenId) {
+          // The statement's rung must be the ladder's; a difference is a defect, never a plan.
+          throw new StrataError("INTERNAL", "The catalog's restore decision differs from the ladder's.", {
+            retryable: false,
+            data: { ladder: decision.choice.rung, catalog: outcome.rung },
+          });
+        }
+        if (outcome.recorded) {
+          const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, decision.chosen);
+          return plan(restoreId, decision, decision.chosen ? pinId : null, lineage);
+        }
       } catch (error) {
         if (!isRetryableConflict(error)) throw error;
       }
