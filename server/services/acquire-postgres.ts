@@ -49,14 +49,22 @@ export interface PgLineageFacts {
   retiredReason: string | null;
 }
 
+/** What the ladder needs to know of a candidate snapshot (the full row is read only for the chosen one). */
+export interface PgCandidate {
+  id: string;
+  class: string;
+  state: string;
+  workContextId: string | null;
+}
+
 export interface PgAcquireFacts {
   repositoryId: string;
   lineage: PgLineageFacts | null;
-  head: SnapshotRefRow | null;
-  baseline: SnapshotRefRow | null;
+  head: PgCandidate | null;
+  baseline: PgCandidate | null;
   hasCheckpoints: boolean;
   /** The original the head names in degraded_from_id, while a partial restore of it is held. */
-  heldOriginal: SnapshotRefRow | null;
+  heldOriginal: PgCandidate | null;
 }
 
 const snake = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -71,6 +79,14 @@ function refJson(alias: string): string {
   });
   // json_build_object takes at most 100 arguments; the ref has 20 fields.
   return `json_build_object(${fields.join(", ")})`;
+}
+
+/** A candidate's ladder facts as JSON (null when there is no candidate). */
+function candidateJson(alias: string): string {
+  return (
+    `CASE WHEN ${alias}.id IS NULL THEN NULL ELSE json_build_object('id', ${alias}.id, 'class', ${alias}.class, ` +
+    `'state', ${alias}.state, 'workContextId', ${alias}.work_context_id) END`
+  );
 }
 
 type JsonRef = Omit<SnapshotRefRow, "sizeBytes" | "createdAt" | "readyAt"> & {
@@ -99,9 +115,9 @@ WITH facts AS (
     CASE WHEN lin.id IS NULL THEN NULL ELSE json_build_object('id', lin.id, 'state', lin.state,
       'workContextId', lin.work_context_id, 'originSnapshotId', lin.origin_snapshot_id,
       'retiredReason', lin.retired_reason) END AS lineage,
-    head.id AS head_id, head.ref AS head_ref,
-    base.id AS base_id, base.ref AS base_ref,
-    orig.id AS orig_id, orig.ref AS orig_ref,
+    head.id AS head_id, ${candidateJson("head")} AS head_json,
+    base.id AS base_id, ${candidateJson("base")} AS base_json,
+    orig.id AS orig_id, ${candidateJson("orig")} AS orig_json,
     COALESCE(own.found, false) AS has_checkpoints
   FROM jsonb_to_recordset($1::jsonb) AS k(i int, identity text, agent_id text, requested_work_context_id text,
     work_context_id text, backend_kind text, base_image text, canonical_ref text, workspace text, host text,
@@ -115,7 +131,7 @@ WITH facts AS (
   ) lin ON true
   LEFT JOIN LATERAL (
     -- The key columns let the planner answer from the one-ready-checkpoint index.
-    SELECT ${refJson("s")} AS ref, s.id, s.degraded_from_id FROM snapshots s
+    SELECT s.id, s.class, s.state, s.work_context_id, s.degraded_from_id FROM snapshots s
     WHERE lin.state = 'active' AND s.lineage_id = lin.id AND s.agent_id = k.agent_id
       AND s.work_context_id = k.requested_work_context_id AND s.repository_id = repo.id
       AND s.backend_kind = k.backend_kind AND s.base_image = k.base_image
@@ -123,14 +139,14 @@ WITH facts AS (
     LIMIT 1
   ) head ON true
   LEFT JOIN LATERAL (
-    SELECT ${refJson("s")} AS ref, s.id FROM snapshots s
+    SELECT s.id, s.class, s.state, s.work_context_id FROM snapshots s
     WHERE head.id IS NULL AND s.agent_id = k.agent_id AND s.repository_id = repo.id
       AND s.backend_kind = k.backend_kind AND s.base_image = k.base_image AND s.canonical_ref = k.canonical_ref
       AND s.class = 'baseline' AND s.state = 'ready'
     LIMIT 1
   ) base ON true
   LEFT JOIN LATERAL (
-    SELECT ${refJson("o")} AS ref, o.id FROM snapshots o
+    SELECT o.id, o.class, o.state, o.work_context_id FROM snapshots o
     WHERE o.id = head.degraded_from_id AND o.agent_id = k.agent_id AND o.state IN ('ready', 'superseded')
       AND EXISTS (
         SELECT 1 FROM restores r JOIN pins p ON p.pin_id = r.pin_id
@@ -182,10 +198,12 @@ WITH facts AS (
   FROM placed
   RETURNING id
 )
-SELECT f.i, f.repository_id AS "repositoryId", f.lineage, f.head_ref AS head, f.base_ref AS baseline,
-  f.orig_ref AS "heldOriginal", f.has_checkpoints AS "hasCheckpoints", d.rung, d.chosen_id AS "chosenId",
+SELECT f.i, f.repository_id AS "repositoryId", f.lineage, f.head_json AS head, f.base_json AS baseline,
+  f.orig_json AS "heldOriginal", f.has_checkpoints AS "hasCheckpoints", d.rung, chosen.ref AS chosen,
   EXISTS (SELECT 1 FROM rst WHERE rst.id = f.restore_id) AS recorded
-FROM facts f LEFT JOIN decided d ON d.i = f.i`;
+FROM facts f
+LEFT JOIN decided d ON d.i = f.i
+LEFT JOIN LATERAL (SELECT ${refJson("s")} AS ref FROM snapshots s WHERE s.id = d.chosen_id) chosen ON true`;
 
 /** What the statement answers for one acquire. */
 export interface AcquireOutcome {
@@ -193,7 +211,7 @@ export interface AcquireOutcome {
   facts: PgAcquireFacts | null;
   /** The rung and snapshot it chose. */
   rung: string | null;
-  chosenId: string | null;
+  chosen: SnapshotRefRow | null;
   /** Whether the decision was recorded; false when its world changed (decide again). */
   recorded: boolean;
 }
@@ -202,12 +220,12 @@ interface OutcomeRow {
   i: number;
   repositoryId: string | null;
   lineage: PgLineageFacts | null;
-  head: JsonRef | null;
-  baseline: JsonRef | null;
-  heldOriginal: JsonRef | null;
+  head: PgCandidate | null;
+  baseline: PgCandidate | null;
+  heldOriginal: PgCandidate | null;
   hasCheckpoints: boolean;
   rung: string | null;
-  chosenId: string | null;
+  chosen: JsonRef | null;
   recorded: boolean;
 }
 
@@ -236,21 +254,21 @@ async function acquireBatch(pool: pg.Pool, requests: AcquireRequest[]): Promise<
     text: ACQUIRE_SQL,
     values: [JSON.stringify(input)],
   });
-  const outcomes: AcquireOutcome[] = requests.map(() => ({ facts: null, rung: null, chosenId: null, recorded: false }));
+  const outcomes: AcquireOutcome[] = requests.map(() => ({ facts: null, rung: null, chosen: null, recorded: false }));
   for (const row of rows) {
     outcomes[row.i] = {
       facts: row.repositoryId
         ? {
             repositoryId: row.repositoryId,
             lineage: row.lineage,
-            head: toRefRow(row.head),
-            baseline: toRefRow(row.baseline),
-            heldOriginal: toRefRow(row.heldOriginal),
+            head: row.head,
+            baseline: row.baseline,
+            heldOriginal: row.heldOriginal,
             hasCheckpoints: row.hasCheckpoints,
           }
         : null,
       rung: row.rung,
-      chosenId: row.chosenId,
+      chosen: toRefRow(row.chosen),
       recorded: row.recorded,
     };
   }

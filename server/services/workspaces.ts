@@ -7,7 +7,13 @@ import { inTransaction, pgPoolOf, type Db } from "../db/client.ts";
 import { isPostgresClient, isRetryableConflict, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
-import { chooseRestore, nextRungAfterFailure, type RestoreChoice, type Rung } from "../domain/restore-ladder.ts";
+import {
+  chooseRestore,
+  nextRungAfterFailure,
+  type CandidateFacts,
+  type RestoreChoice,
+  type Rung,
+} from "../domain/restore-ladder.ts";
 import { restoreResultSchema } from "../domain/restore-result.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import {
@@ -153,27 +159,27 @@ async function heldOriginalOf(tx: Db, headId: string, agentId: string, now: Date
 }
 
 /** What the restore decision reads: the same facts on both paths (Prisma and the pg hot path). */
-interface AcquireFacts {
+interface AcquireFacts<C extends CandidateFacts = SnapshotRefRow> {
   repositoryId: string;
   /** This work context's lineage, when the caller named an existing one. */
   lineage: LineageFactsRow | null;
   /** Its ready checkpoint head, when the lineage is active. */
-  head: SnapshotRefRow | null;
+  head: C | null;
   /** The ready baseline of the key, when there is no head. */
-  baseline: SnapshotRefRow | null;
+  baseline: C | null;
   hasCheckpoints: boolean;
   /** The original the head names in degradedFrom, while a partial restore of it is held. */
-  heldOriginal: SnapshotRefRow | null;
+  heldOriginal: C | null;
 }
 
-interface AcquireDecision {
+interface AcquireDecision<C extends CandidateFacts = SnapshotRefRow> {
   choice: RestoreChoice;
-  chosen: SnapshotRefRow | null;
+  chosen: C | null;
   /** States the chosen snapshot may still be in when it is pinned (else the decision is redone). */
   states: readonly string[];
 }
 
-function decideAcquire(facts: AcquireFacts): AcquireDecision {
+function decideAcquire<C extends CandidateFacts>(facts: AcquireFacts<C>): AcquireDecision<C> {
   const { lineage, head } = facts;
   const choice = chooseRestore({
     lineage: lineage
@@ -307,14 +313,15 @@ export async function acquireWorkspace(
           await createRepositoryPg(pool, { id: randomUUID(), ...repository });
           continue;
         }
-        const decision = decideAcquire(outcome.facts);
-        if (decision.choice.rung !== outcome.rung || (decision.chosen?.id ?? null) !== outcome.chosenId) {
+        const ladder = decideAcquire(outcome.facts);
+        if (ladder.choice.rung !== outcome.rung || (ladder.chosen?.id ?? null) !== (outcome.chosen?.id ?? null)) {
           // The statement's rung must be the ladder's; a difference is a defect, never a plan.
           throw new StrataError("INTERNAL", "The catalog's restore decision differs from the ladder's.", {
             retryable: false,
-            data: { ladder: decision.choice.rung, catalog: outcome.rung },
+            data: { ladder: ladder.choice.rung, catalog: outcome.rung },
           });
         }
+        const decision = { ...ladder, chosen: outcome.chosen };
         if (outcome.recorded) {
           const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, decision.chosen);
           return plan(restoreId, decision, decision.chosen ? pinId : null, lineage);
