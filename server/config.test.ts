@@ -1,6 +1,6 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, describeDatabase, loadConfig } from "./config.ts";
+import { ConfigError, describeDatabase, loadClientConfig, loadConfig } from "./config.ts";
 
 describe("configuration", () => {
   it("defaults to an SQLite file under ./.strata and port 3000", () => {
@@ -44,5 +44,32 @@ describe("configuration", () => {
     const text = describeDatabase("postgresql://strata:s3cret-pass@db.internal:5432/catalog");
     expect(text).toBe("PostgreSQL at db.internal:5432/catalog");
     expect(text).not.toContain("s3cret");
+  });
+
+  it("reads the CLI's server address and token, without a trailing slash", () => {
+    expect(
+      loadClientConfig({ STRATA_SERVER_URL: "https://strata.example.test/base/", STRATA_TOKEN: " strata_x " }),
+    ).toEqual({ serverUrl: "https://strata.example.test/base", token: "strata_x" });
+    expect(loadClientConfig({ STRATA_SERVER_URL: "", STRATA_TOKEN: "" })).toEqual({
+      serverUrl: undefined,
+      token: undefined,
+    });
+  });
+
+  it.each([
+    ["STRATA_SERVER_URL", "strata.example.test"],
+    ["STRATA_SERVER_URL", "ftp://strata.example.test"],
+    ["STRATA_SERVER_URL", "https://agent:s3cret-pass@strata.example.test"],
+    ["STRATA_TOKEN", "strata_a strata_b"],
+  ])("refuses %s=%s, naming the variable and not the value", (variable, value) => {
+    let error: unknown;
+    try {
+      loadClientConfig({ [variable]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((p) => p.variable)).toEqual([variable]);
+    expect((error as ConfigError).message).not.toContain(value);
   });
 });

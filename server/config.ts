@@ -62,11 +62,13 @@ export class ConfigError extends Error {
   }
 }
 
-/** Reads the configuration from an environment (process.env by default). */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+type Environment = Record<string, string | undefined>;
+
+/** Parses the variables a schema names; a bad value is a ConfigError naming the variable. */
+function parseEnvironment<T extends z.ZodType>(schema: T, env: Environment): z.output<T> {
   // Empty strings mean "unset", as a shell `VAR=` usually intends.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
-  const parsed = envSchema.safeParse(present);
+  const parsed = schema.safeParse(present);
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map((issue) => ({
@@ -75,7 +77,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       })),
     );
   }
-  const v = parsed.data;
+  return parsed.data;
+}
+
+/** Reads the configuration from an environment (process.env by default). */
+export function loadConfig(env: Environment = process.env): Config {
+  const v = parseEnvironment(envSchema, env);
   const dataDir = path.resolve(v.STRATA_DATA_DIR);
   return {
     dataDir,
@@ -91,6 +98,42 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     jobLeaseSeconds: v.STRATA_JOB_LEASE_SECONDS,
     publicUrl: (v.STRATA_PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/$/, ""),
   };
+}
+
+/** An http(s) address without a trailing slash. */
+export const serverUrlSchema = z
+  .string()
+  .trim()
+  .refine(
+    (v) => {
+      try {
+        const url = new URL(v);
+        return (url.protocol === "http:" || url.protocol === "https:") && !url.username && !url.password;
+      } catch {
+        return false;
+      }
+    },
+    { message: "must be an http:// or https:// address without credentials (the token goes in STRATA_TOKEN)" },
+  )
+  .transform((v) => v.replace(/\/+$/, ""));
+
+const clientEnvSchema = z.object({
+  /// A Strata server the CLI works against instead of this machine's database.
+  STRATA_SERVER_URL: serverUrlSchema.optional(),
+  /// The agent token the CLI acts with, on a server or against this machine's database.
+  STRATA_TOKEN: z.string().trim().regex(/^\S+$/, "must be one agent token (strata agent create prints one)").optional(),
+});
+
+/** What the CLI needs to act as an agent: where the catalog is, and the agent's token. */
+export interface ClientConfig {
+  serverUrl: string | undefined;
+  token: string | undefined;
+}
+
+/** Reads the CLI's agent settings; a bad value stops with the variable named (never its value). */
+export function loadClientConfig(env: Environment = process.env): ClientConfig {
+  const v = parseEnvironment(clientEnvSchema, env);
+  return { serverUrl: v.STRATA_SERVER_URL, token: v.STRATA_TOKEN };
 }
 
 /** The machine's name as a worker host name (characters a host name may not use become '-'). */

@@ -64,4 +64,27 @@ describe("strata capture before any catalog is involved", () => {
     expect(unreachable.code).toBe(7);
     expect(unreachable.stderr).toContain("BLOB_STORE_FAILED");
   }, 120_000);
+
+  it("refuses a malformed server address before doing anything: 3 from the environment, 2 from the flag", () => {
+    const root = initRepository();
+    const args = [root, "--context", "x", "--repository", "r"];
+    const fromEnv = strata(args, { STRATA_TOKEN: "strata_unused", STRATA_SERVER_URL: "strata.example.test" });
+    expect(fromEnv.code).toBe(3);
+    expect(fromEnv.stderr).toContain("STRATA_SERVER_URL");
+
+    const withPassword = strata(args, {
+      STRATA_TOKEN: "strata_unused",
+      STRATA_SERVER_URL: "https://agent:hunter2-secret@strata.example.test",
+    });
+    expect(withPassword.code).toBe(3);
+    expect(withPassword.stderr).not.toContain("hunter2-secret");
+
+    const fromFlag = strata([...args, "--server", "ftp://strata.example.test"], { STRATA_TOKEN: "strata_unused" });
+    expect(fromFlag.code).toBe(2);
+    expect(fromFlag.stderr).toContain("--server");
+
+    const noToken = strata([...args, "--server", "https://strata.example.test"], {});
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toContain("STRATA_TOKEN");
+  }, 60_000);
 });

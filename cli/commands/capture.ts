@@ -1,9 +1,6 @@
 import type { Command } from "commander";
-import { StrataError, isStrataError, type ErrorCode } from "../../server/domain/errors.ts";
-import type { AgentScope } from "../../server/domain/scope.ts";
-import { trustAgent } from "../../server/domain/scope.ts";
+import { isStrataError, type ErrorCode } from "../../server/domain/errors.ts";
 import { describeCheckout } from "../../server/git/checkout-info.ts";
-import { authenticateAgent, listAgents } from "../../server/services/agents.ts";
 import {
   captureAndPublish,
   localCatalog,
@@ -13,7 +10,7 @@ import {
   type CatalogPort,
   type CapturePublishTarget,
 } from "../../server/services/capture-publish.ts";
-import type { Db } from "../../server/db/client.ts";
+import { localAgent, serverTarget } from "../connection.ts";
 import { CliError, EXIT, emit, progress, progressDone } from "../output.ts";
 import { remoteCatalog } from "../strata-client.ts";
 import { withCatalog } from "./agent.ts";
@@ -113,23 +110,6 @@ function showProgress(step: CapturePublishStep, detail?: { done: number; total: 
   }
 }
 
-/** With the local database: the agent a token proves, or the one --agent names. */
-async function localAgent(db: Db, name: string | undefined): Promise<AgentScope> {
-  const token = process.env.STRATA_TOKEN;
-  if (token) {
-    const agent = await authenticateAgent(db, `Bearer ${token}`);
-    if (!agent) throw new StrataError("UNAUTHORIZED", "STRATA_TOKEN is not a valid agent token for this catalog.");
-    return agent;
-  }
-  if (!name) {
-    throw new CliError("name the agent to capture as: --agent NAME, or set STRATA_TOKEN", EXIT.USAGE);
-  }
-  const agent = (await listAgents(db)).find((a) => a.name === name);
-  if (!agent) throw new StrataError("UNAUTHORIZED", `There is no agent named ${JSON.stringify(name)}.`);
-  // Whoever can open the catalog file may act as any of its agents.
-  return trustAgent(agent.id, agent.name);
-}
-
 async function targetFor(dir: string, opts: CaptureCliOptions): Promise<CapturePublishTarget> {
   if (Boolean(opts.context) === Boolean(opts.baseline)) {
     throw new CliError("choose one: --context <id> (a checkpoint) or --baseline", EXIT.USAGE);
@@ -207,13 +187,11 @@ export function registerCapture(program: Command): void {
           },
           onProgress: showProgress,
         };
-        const server = opts.server ?? process.env.STRATA_SERVER_URL;
+        const server = serverTarget(opts.server);
         const run = (port: CatalogPort) => captureAndPublish(port, { ...options, target });
         let result: CapturePublishResult;
         if (server) {
-          const token = process.env.STRATA_TOKEN;
-          if (!token) throw new CliError("publishing to a server needs an agent token in STRATA_TOKEN", EXIT.USAGE);
-          result = await run(remoteCatalog({ url: server, token }));
+          result = await run(remoteCatalog(server));
         } else {
           result = await withCatalog(async (db) => run(localCatalog(db, await localAgent(db, opts.agent))));
         }

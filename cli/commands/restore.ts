@@ -11,12 +11,9 @@ import { join, resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Writable } from "node:stream";
 import type { Command } from "commander";
-import type { Db } from "../../server/db/client.ts";
-import { isStrataError, StrataError } from "../../server/domain/errors.ts";
+import { isStrataError, type StrataError } from "../../server/domain/errors.ts";
 import { RESTORE_PHASES, type RestoreResult } from "../../server/domain/restore-result.ts";
-import { trustAgent, type AgentScope } from "../../server/domain/scope.ts";
 import type { RestoreProgress } from "../../server/git/restore.ts";
-import { authenticateAgent } from "../../server/services/agents.ts";
 import {
   acquireAndRestore,
   localRestorePort,
@@ -27,6 +24,7 @@ import {
 import { exportSnapshot } from "../../server/services/snapshot-export.ts";
 import { importSnapshotFile } from "../../server/services/snapshot-import.ts";
 import { remoteRestorePort } from "../restore-client.ts";
+import { localAgent, serverTarget } from "../connection.ts";
 import { CliError, EXIT, emit, progress } from "../output.ts";
 import { withCatalog } from "./agent.ts";
 
@@ -95,33 +93,11 @@ interface ConnectionFlags {
   agent?: string;
 }
 
-async function localAgent(db: Db, flags: ConnectionFlags): Promise<AgentScope> {
-  const token = process.env.STRATA_TOKEN;
-  if (token) {
-    const agent = await authenticateAgent(db, `Bearer ${token}`);
-    if (!agent) throw new StrataError("UNAUTHORIZED", "STRATA_TOKEN is not a valid agent token for this catalog.");
-    return agent;
-  }
-  if (!flags.agent) {
-    throw new CliError("Name the agent to act as: --agent NAME, or set STRATA_TOKEN.", EXIT.USAGE);
-  }
-  const row = await db.agent.findUnique({
-    where: { name: flags.agent },
-    select: { id: true, name: true, disabledAt: true },
-  });
-  if (!row || row.disabledAt) throw new StrataError("NOT_FOUND", `No active agent is named ${flags.agent}.`);
-  return trustAgent(row.id, row.name);
-}
-
 /** Runs fn with the catalog the flags name: a server over HTTP, or this machine's database. */
 async function withRestorePort<T>(flags: ConnectionFlags, fn: (port: RestorePort) => Promise<T>): Promise<T> {
-  const server = flags.server ?? process.env.STRATA_SERVER_URL;
-  if (server) {
-    const token = process.env.STRATA_TOKEN;
-    if (!token) throw new CliError("Set STRATA_TOKEN to an agent token to talk to a server.", EXIT.USAGE);
-    return fn(remoteRestorePort({ url: server, token }));
-  }
-  return withCatalog(async (db) => fn(localRestorePort(db, await localAgent(db, flags))));
+  const server = serverTarget(flags.server);
+  if (server) return fn(remoteRestorePort(server));
+  return withCatalog(async (db) => fn(localRestorePort(db, await localAgent(db, flags.agent))));
 }
 
 function defaultStateDir(): string {
@@ -343,7 +319,7 @@ export function registerRestore(program: Command): void {
         }
         const out: Writable = flags.output ? createWriteStream(resolve(flags.output), { flags: "wx" }) : process.stdout;
         const summary = await withCatalog(async (db) =>
-          exportSnapshot(db, { agent: await localAgent(db, flags), snapshotId, out }),
+          exportSnapshot(db, { agent: await localAgent(db, flags.agent), snapshotId, out }),
         );
         if (flags.output)
           await new Promise<void>((done, fail) => out.end((e?: Error | null) => (e ? fail(e) : done())));
@@ -372,7 +348,7 @@ export function registerRestore(program: Command): void {
         }
         try {
           const result = await withCatalog(async (db) =>
-            importSnapshotFile(db, { agent: await localAgent(db, flags), file: path }),
+            importSnapshotFile(db, { agent: await localAgent(db, flags.agent), file: path }),
           );
           emit(
             json,
