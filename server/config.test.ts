@@ -2,6 +2,17 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, describeDatabase, loadClientConfig, loadConfig } from "./config.ts";
 
+/** The ConfigError a call throws (the test fails when it throws nothing or something else). */
+function configErrorOf(load: () => unknown): ConfigError {
+  try {
+    load();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error("expected a ConfigError, but the configuration loaded");
+}
+
 describe("configuration", () => {
   it("defaults to an SQLite file under ./.strata and port 3000", () => {
     const config = loadConfig({});
@@ -29,15 +40,9 @@ describe("configuration", () => {
     ["DATABASE_URL", "mysql://localhost/x"],
     ["STRATA_LOG_LEVEL", "loud"],
   ])("stops on a bad %s and names it", (variable, value) => {
-    let error: unknown;
-    try {
-      loadConfig({ [variable]: value });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems.map((p) => p.variable)).toEqual([variable]);
-    expect((error as ConfigError).message).toContain(variable);
+    const error = configErrorOf(() => loadConfig({ [variable]: value }));
+    expect(error.problems.map((p) => p.variable)).toEqual([variable]);
+    expect(error.message).toContain(variable);
   });
 
   it("describes a database without its credentials", () => {
@@ -62,14 +67,8 @@ describe("configuration", () => {
     ["STRATA_SERVER_URL", "https://agent:s3cret-pass@strata.example.test"],
     ["STRATA_TOKEN", "strata_a strata_b"],
   ])("refuses %s=%s, naming the variable and not the value", (variable, value) => {
-    let error: unknown;
-    try {
-      loadClientConfig({ [variable]: value });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems.map((p) => p.variable)).toEqual([variable]);
-    expect((error as ConfigError).message).not.toContain(value);
+    const error = configErrorOf(() => loadClientConfig({ [variable]: value }));
+    expect(error.problems.map((p) => p.variable)).toEqual([variable]);
+    expect(error.message).not.toContain(value);
   });
 });
