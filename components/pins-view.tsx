@@ -1,9 +1,9 @@
 "use client";
-import { useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { useTRPC } from "./trpc.tsx";
-import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+import { LoadMore, QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
 
 type Status = "all" | "active" | "closed";
 
@@ -11,7 +11,14 @@ export function PinsView() {
   const trpc = useTRPC();
   const [status, setStatus] = useState<Status>("active");
   const [keepingRetired, setKeepingRetired] = useState(false);
-  const query = useQuery(trpc.dashboard.pins.queryOptions({ status, keepingRetired }));
+  const query = useInfiniteQuery(
+    trpc.dashboard.pins.infiniteQueryOptions(
+      { status, keepingRetired, limit: 100 },
+      { getNextPageParam: (page) => page.nextCursor ?? undefined },
+    ),
+  );
+  const first = query.data?.pages[0];
+  const rows = query.data?.pages.flatMap((p) => p.pins);
   return (
     <>
       <form className="filters" aria-label="Pin filters" onSubmit={(e) => e.preventDefault()}>
@@ -43,20 +50,20 @@ export function PinsView() {
           Only pins that keep a retired snapshot alive
         </label>
       </form>
-      {query.data ? (
+      {first ? (
         <div className="stats">
           <div className="panel stat">
-            <b>{query.data.activeCount}</b>
+            <b>{first.activeCount}</b>
             <span>active pins</span>
           </div>
           <div className="panel stat">
-            <b>{query.data.keepingRetiredCount}</b>
+            <b>{first.keepingRetiredCount}</b>
             <span>active pins on retired snapshots (content kept from GC)</span>
           </div>
         </div>
       ) : null}
       <QueryView
-        query={{ data: query.data?.pins, isPending: query.isPending, error: query.error }}
+        query={{ data: rows, isPending: query.isPending, error: query.error }}
         isEmpty={(rows) => rows.length === 0}
         empty={{
           title: keepingRetired ? "No pin keeps a retired snapshot" : "No pins",
@@ -129,6 +136,7 @@ export function PinsView() {
                 ))}
               </tbody>
             </table>
+            <LoadMore query={query} />
           </div>
         )}
       </QueryView>

@@ -41,6 +41,39 @@ describeEachDatabase("dashboard services", (catalog) => {
     expect(active.activeCount).toBeGreaterThanOrEqual(active.pins.length);
   });
 
+  it("pages through pins newest first, every pin once, ties on the same instant included", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const at = new Date("2026-11-30T12:00:00.000Z");
+    // Seven holds, four of them taken at the same instant, so the cursor must break ties.
+    for (let i = 0; i < 7; i++) {
+      await db.pin.create({
+        data: {
+          pinId: `page:${i}`,
+          snapshotId: h.bFirst,
+          holder: "support",
+          createdAt: i < 4 ? at : new Date(at.getTime() + i),
+        },
+      });
+    }
+    const everything = await inspectPins(db, { snapshotId: h.bFirst, limit: 500 });
+    expect(everything.nextCursor).toBeNull();
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const result = await inspectPins(db, { snapshotId: h.bFirst, limit: 3, cursor });
+      seen.push(...result.pins.map((p) => p.pinId));
+      if (!result.nextCursor) break;
+      cursor = result.nextCursor;
+    }
+    expect(seen).toEqual(everything.pins.map((p) => p.pinId));
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.filter((id) => id.startsWith("page:"))).toHaveLength(7);
+
+    const refused = await inspectPins(db, { cursor: "not-a-cursor" }).catch((e: unknown) => e);
+    expect(isStrataError(refused, "INVALID_INPUT")).toBe(true);
+  });
+
   it("previews a lineage retirement: what retires, what pins protect, what GC may reclaim", async () => {
     const db = catalog().db;
     const h = await buildHistory(db);

@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { dbNow } from "./content-sql.ts";
+import { decodeCursor, encodeCursor } from "./snapshot-list.ts";
 import { HEAD_RELEASE_STATES } from "./retirement.ts";
 
 export const inspectPinsInput = z.object({
@@ -13,7 +14,9 @@ export const inspectPinsInput = z.object({
   /** Only active pins on retired (or deleting) snapshots: what keeps retired content from GC. */
   keepingRetired: z.boolean().default(false),
   snapshotId: z.string().trim().min(1).max(200).optional(),
-  limit: z.number().int().min(1).max(1000).default(300),
+  /** The nextCursor of the previous page (newest first). */
+  cursor: z.string().max(400).optional(),
+  limit: z.number().int().min(1).max(500).default(100),
 });
 export type InspectPinsInput = z.input<typeof inspectPinsInput>;
 
@@ -30,11 +33,20 @@ export async function inspectPins(db: Db, input: InspectPinsInput = {}) {
   if (opts.status === "closed") where.push({ NOT: activeWhere(now) });
   const retiredPinned = await retiredPinnedSnapshots(db, now);
   if (opts.keepingRetired) where.push({ snapshotId: { in: retiredPinned } });
-  const pins = await db.pin.findMany({
+  if (opts.cursor) {
+    const after = decodeCursor(opts.cursor);
+    where.push({
+      OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, pinId: { gt: after.id } }],
+    });
+  }
+  const rows = await db.pin.findMany({
     where: { AND: where },
     orderBy: [{ createdAt: "desc" }, { pinId: "asc" }],
-    take: opts.limit,
+    take: opts.limit + 1,
   });
+  const pins = rows.slice(0, opts.limit);
+  const last = pins.at(-1);
+  const nextCursor = rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.pinId) : null;
   const snapshots = await db.snapshot.findMany({
     where: { id: { in: [...new Set(pins.map((p) => p.snapshotId))] } },
     select: {
@@ -73,6 +85,7 @@ export async function inspectPins(db: Db, input: InspectPinsInput = {}) {
     }),
     activeCount,
     keepingRetiredCount,
+    nextCursor,
   };
 }
 
