@@ -4,6 +4,7 @@
 // own lease and interval on the database clock, so even a forced extra run never overlaps one.
 import type { DatabaseKind, Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
+import { FINAL_STATES } from "../domain/jobs.ts";
 import { collectGarbage } from "../services/gc.ts";
 import { sweepSnapshots } from "../services/sweeper.ts";
 import type { JobQueue } from "./queue.ts";
@@ -55,14 +56,38 @@ function asJson(value: unknown): Prisma.InputJsonValue {
   return JSON.parse(JSON.stringify(value)) as Prisma.InputJsonValue;
 }
 
+/** How long a finished job (completed, cancelled or failed) stays readable before the sweep deletes it. */
+export const FINISHED_JOB_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Deletes jobs that finished before `now - retentionMs`, a batch at a time; returns how many. */
+export async function pruneFinishedJobs(
+  db: Db,
+  opts: { now: Date; retentionMs?: number; batchSize?: number },
+): Promise<number> {
+  const cutoff = new Date(opts.now.getTime() - (opts.retentionMs ?? FINISHED_JOB_RETENTION_MS));
+  const batchSize = opts.batchSize ?? 500;
+  const finished = { state: { in: [...FINAL_STATES] }, finishedAt: { lt: cutoff } };
+  let deleted = 0;
+  for (;;) {
+    const batch = await db.job.findMany({ where: finished, select: { id: true }, take: batchSize });
+    if (batch.length === 0) return deleted;
+    // The state condition again: a row is only ever deleted in a final state.
+    const { count } = await db.job.deleteMany({ where: { ...finished, id: { in: batch.map((j) => j.id) } } });
+    deleted += count;
+    if (batch.length < batchSize) return deleted;
+  }
+}
+
 export async function runSweepJob(db: Db, kind: DatabaseKind): Promise<Prisma.InputJsonValue> {
   const now = await transactionNow(db, kind);
   const result = await sweepSnapshots(db, { now });
+  const prunedJobs = await pruneFinishedJobs(db, { now });
   return asJson({
     staleCheckpoints: result.staleCheckpointIds.length,
     staleLineages: result.staleLineageIds.length,
     movedToDeleting: result.movedToDeleting,
     keptForPins: result.keptForPins,
+    prunedJobs,
   });
 }
 
