@@ -18,6 +18,7 @@ import { dbNow, dialect } from "./content-sql.ts";
 
 /** Snapshot states a new pin may be taken on. */
 export const PINNABLE_STATES = ["ready", "superseded"] as const;
+export type PinnableState = (typeof PINNABLE_STATES)[number];
 
 export const pinIdSchema = z.string().trim().min(1).max(200);
 
@@ -35,6 +36,8 @@ export interface PinOptions {
   expiresInSeconds?: number;
   /** When set, the snapshot must belong to this agent (otherwise NOT_FOUND). */
   agentId?: string;
+  /** The states the pin may be taken in (default: every pinnable state); others are PIN_REFUSED. */
+  states?: readonly PinnableState[];
 }
 
 export interface ReleaseOptions {
@@ -111,7 +114,7 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
       select: { state: true, agentId: true },
     });
     if (!snapshot || (opts.agentId && snapshot.agentId !== opts.agentId)) throw notFound(opts.snapshotId);
-    if (!(PINNABLE_STATES as readonly string[]).includes(snapshot.state)) {
+    if (!((opts.states ?? PINNABLE_STATES) as readonly string[]).includes(snapshot.state)) {
       throw new StrataError("PIN_REFUSED", `Snapshot ${opts.snapshotId} is ${snapshot.state} and takes no new pins.`, {
         hint: "Established pins keep protecting it; choose a ready snapshot for new work.",
         data: { state: snapshot.state },

@@ -4,9 +4,9 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { inTransaction, pgPoolOf, type Db } from "../db/client.ts";
-import { isPostgresClient, isRetryableConflict, RetryTransaction } from "../db/errors.ts";
+import { isRetryableConflict, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
-import { StrataError } from "../domain/errors.ts";
+import { isStrataError, StrataError } from "../domain/errors.ts";
 import {
   chooseRestore,
   nextRungAfterFailure,
@@ -38,7 +38,7 @@ import {
 import { acquireOnPool, createRepositoryPg } from "./acquire-postgres.ts";
 import { isHeldDegradedOriginal, releaseDegradedHolds } from "./degraded-targets.ts";
 import { createLineage } from "./lineages.ts";
-import { pinSnapshot, releasePin } from "./pins.ts";
+import { pinSnapshot, releasePin, type PinnableState } from "./pins.ts";
 import { findOrCreateRepository } from "./repositories.ts";
 import { snapshotRefSelect, toSnapshotRef, type SnapshotRefRow } from "./snapshots.ts";
 
@@ -64,33 +64,28 @@ const lineageFactsSelect = {
 } satisfies Prisma.LineageSelect;
 type LineageFactsRow = Prisma.LineageGetPayload<{ select: typeof lineageFactsSelect }>;
 
-/** Locks a snapshot row against state changes (FOR SHARE) and returns its state. */
-async function lockedSnapshotState(tx: Db, snapshotId: string): Promise<string | null> {
-  const rows = await tx.$queryRawUnsafe<{ state: string }[]>(
-    isPostgresClient(tx)
-      ? `SELECT state FROM snapshots WHERE id = $1 FOR SHARE`
-      : `SELECT state FROM snapshots WHERE id = ?`,
-    snapshotId,
-  );
-  return rows[0]?.state ?? null;
-}
-
 /** Pins the chosen snapshot, provided it is still in one of `states` (else the decision is redone). */
 async function pinChosen(
   tx: Db,
-  opts: { snapshotId: string; restoreId: string; agentId: string; now: Date; states: readonly string[] },
+  opts: { snapshotId: string; restoreId: string; agentId: string; now: Date; states: readonly PinnableState[] },
 ): Promise<string> {
-  const state = await lockedSnapshotState(tx, opts.snapshotId);
-  if (!state || !opts.states.includes(state)) throw new RetryTransaction("chosen snapshot changed state");
   const pinId = `restore:${opts.restoreId}`;
-  await pinSnapshot(tx, {
-    snapshotId: opts.snapshotId,
-    pinId,
-    holder: `agent:${opts.agentId}`,
-    purpose: "restore",
-    expiresAt: new Date(opts.now.getTime() + RESTORE_PIN_TTL_MS),
-    agentId: opts.agentId,
-  });
+  try {
+    // pinSnapshot holds the row FOR SHARE while it checks the state, so retirement cannot pass.
+    await pinSnapshot(tx, {
+      snapshotId: opts.snapshotId,
+      pinId,
+      holder: `agent:${opts.agentId}`,
+      purpose: "restore",
+      expiresAt: new Date(opts.now.getTime() + RESTORE_PIN_TTL_MS),
+      agentId: opts.agentId,
+      states: opts.states,
+    });
+  } catch (error) {
+    // The chosen snapshot moved on since the decision (nothing was written): decide again.
+    if (isStrataError(error, "PIN_REFUSED")) throw new RetryTransaction("chosen snapshot changed state");
+    throw error;
+  }
   return pinId;
 }
 
@@ -176,7 +171,7 @@ interface AcquireDecision<C extends CandidateFacts = SnapshotRefRow> {
   choice: RestoreChoice;
   chosen: C | null;
   /** States the chosen snapshot may still be in when it is pinned (else the decision is redone). */
-  states: readonly string[];
+  states: readonly PinnableState[];
 }
 
 function decideAcquire<C extends CandidateFacts>(facts: AcquireFacts<C>): AcquireDecision<C> {
@@ -597,7 +592,7 @@ async function walkDown(
   }
 
   const restoreId = randomUUID();
-  const states = chosen?.id === recordedOrigin?.id ? ["ready", "superseded"] : ["ready"];
+  const states: PinnableState[] = chosen?.id === recordedOrigin?.id ? ["ready", "superseded"] : ["ready"];
   const pinId = chosen ? await pinChosen(tx, { snapshotId: chosen.id, restoreId, agentId, now, states }) : null;
   await tx.restore.create({
     data: {
