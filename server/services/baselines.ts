@@ -11,7 +11,32 @@ import type { AgentScope } from "../domain/scope.ts";
 import { baselineKeySchema, entityIdSchema, objectIdSchema, sourceSchema } from "../domain/snapshot-keys.ts";
 import type { PublishBaselineResult, SnapshotRef } from "../domain/views.ts";
 import { findOrCreateRepository, findRepository } from "./repositories.ts";
-import { snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
+import {
+  manifestColumns,
+  snapshotMetadata,
+  snapshotRefSelect,
+  toSnapshotRef,
+  type SnapshotRefRow,
+} from "./snapshots.ts";
+
+/** The ready baseline of a key (at most one exists: a partial unique index keeps it so). */
+export function findReadyBaseline(
+  db: Db,
+  key: { agentId: string; repositoryId: string; backendKind: string; baseImage: string; canonicalRef: string },
+): Promise<SnapshotRefRow | null> {
+  return db.snapshot.findFirst({
+    where: {
+      agentId: key.agentId,
+      repositoryId: key.repositoryId,
+      backendKind: key.backendKind,
+      baseImage: key.baseImage,
+      canonicalRef: key.canonicalRef,
+      class: "baseline",
+      state: "ready",
+    },
+    select: snapshotRefSelect,
+  });
+}
 
 export const publishBaselineInput = z.object({
   key: baselineKeySchema,
@@ -45,18 +70,7 @@ export async function publishBaseline(
   return inTransaction(db, async (tx) => {
     const now = opts.now ?? new Date();
     const repository = await findOrCreateRepository(tx, key.repository);
-    const current = await tx.snapshot.findFirst({
-      where: {
-        agentId,
-        repositoryId: repository.id,
-        backendKind: key.backendKind,
-        baseImage: key.baseImage,
-        canonicalRef: key.canonicalRef,
-        class: "baseline",
-        state: "ready",
-      },
-      select: snapshotRefSelect,
-    });
+    const current = await findReadyBaseline(tx, { ...key, agentId, repositoryId: repository.id });
     if (current && current.canonicalCommit === commit) {
       return { outcome: "unchanged", snapshot: toSnapshotRef(current), supersededId: null };
     }
@@ -86,13 +100,7 @@ export async function publishBaseline(
           canonicalRef: key.canonicalRef,
           canonicalCommit: commit,
           validation: { ...evidence, checkedAt: now.toISOString() },
-          manifestDigest: digest,
-          headCommit: manifest.head,
-          treeId: manifest.treeId,
-          branch: manifest.branch,
-          sizeBytes: BigInt(manifest.sizeBytes),
-          sourceWorkspace: input.source?.workspace ?? null,
-          sourceHost: input.source?.host ?? null,
+          ...manifestColumns(manifest, digest, input.source),
           metadata: snapshotMetadata(manifest),
           createdAt: now,
           readyAt: now,
@@ -118,17 +126,6 @@ export async function findBaselineHead(
   const { key } = baselineHeadInput.parse(opts);
   const repository = await findRepository(db, key.repository.identity);
   if (!repository) return null;
-  const row = await db.snapshot.findFirst({
-    where: {
-      agentId: opts.agent.agentId,
-      repositoryId: repository.id,
-      backendKind: key.backendKind,
-      baseImage: key.baseImage,
-      canonicalRef: key.canonicalRef,
-      class: "baseline",
-      state: "ready",
-    },
-    select: snapshotRefSelect,
-  });
+  const row = await findReadyBaseline(db, { ...key, agentId: opts.agent.agentId, repositoryId: repository.id });
   return row ? toSnapshotRef(row) : null;
 }

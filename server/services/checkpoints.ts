@@ -13,7 +13,7 @@ import type { AppendCheckpointResult } from "../domain/views.ts";
 import { isHeldDegradedOriginal } from "./degraded-targets.ts";
 import { findOrCreateLineage, lockLineageRow } from "./lineages.ts";
 import { findOrCreateRepository } from "./repositories.ts";
-import { observedHeadOf, snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
+import { manifestColumns, observedHeadOf, snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
 
 export const appendCheckpointInput = z.object({
   key: lineageKeySchema,
@@ -82,13 +82,7 @@ export async function appendCheckpoint(
       baseImage: key.baseImage,
       workContextId: key.workContextId,
       lineageId: lineage.id,
-      manifestDigest: digest,
-      headCommit: manifest.head,
-      treeId: manifest.treeId,
-      branch: manifest.branch,
-      sizeBytes: BigInt(manifest.sizeBytes),
-      sourceWorkspace: input.source?.workspace ?? null,
-      sourceHost: input.source?.host ?? null,
+      ...manifestColumns(manifest, digest, input.source),
       createdAt: now,
     } satisfies Partial<Prisma.SnapshotUncheckedCreateInput>;
 

@@ -44,6 +44,19 @@ export interface SnapshotMetadata {
   failure?: { code: string; observedHeadId: string | null; currentHeadId: string | null };
 }
 
+/** The columns a new snapshot takes from its manifest and the workspace it was captured in. */
+export function manifestColumns(manifest: Manifest, digest: string, source?: { workspace: string; host: string }) {
+  return {
+    manifestDigest: digest,
+    headCommit: manifest.head,
+    treeId: manifest.treeId,
+    branch: manifest.branch,
+    sizeBytes: BigInt(manifest.sizeBytes),
+    sourceWorkspace: source?.workspace ?? null,
+    sourceHost: source?.host ?? null,
+  };
+}
+
 export function snapshotMetadata(manifest: Manifest, extra: Omit<SnapshotMetadata, "manifest"> = {}) {
   return { manifest: { blobDigests: normalizeBlobDigests(manifest.blobDigests) }, ...extra };
 }

@@ -36,6 +36,7 @@ import {
   type SnapshotRef,
 } from "../domain/views.ts";
 import { acquireOnPool, createRepositoryPg } from "./acquire-postgres.ts";
+import { findReadyBaseline } from "./baselines.ts";
 import { isHeldDegradedOriginal, releaseDegradedHolds } from "./degraded-targets.ts";
 import { createLineage } from "./lineages.ts";
 import { pinSnapshot, releasePin, type PinnableState } from "./pins.ts";
@@ -223,18 +224,7 @@ async function readAcquireFacts(
       : null;
   const baseline = head
     ? null
-    : await tx.snapshot.findFirst({
-        where: {
-          agentId: key.agentId,
-          repositoryId: repository.id,
-          backendKind: key.backendKind,
-          baseImage: key.baseImage,
-          canonicalRef: input.canonicalRef,
-          class: "baseline",
-          state: "ready",
-        },
-        select: snapshotRefSelect,
-      });
+    : await findReadyBaseline(tx, { ...key, repositoryId: repository.id, canonicalRef: input.canonicalRef });
   return {
     repositoryId: repository.id,
     lineage,
@@ -559,18 +549,7 @@ async function walkDown(
   const recordedOrigin = lineage?.originSnapshotId
     ? await tx.snapshot.findUnique({ where: { id: lineage.originSnapshotId }, select: snapshotRefSelect })
     : null;
-  const currentBaseline = await tx.snapshot.findFirst({
-    where: {
-      agentId,
-      repositoryId: restore.repositoryId,
-      backendKind: restore.backendKind,
-      baseImage: restore.baseImage,
-      canonicalRef: restore.canonicalRef,
-      class: "baseline",
-      state: "ready",
-    },
-    select: snapshotRefSelect,
-  });
+  const currentBaseline = await findReadyBaseline(tx, { ...restore, agentId });
   const choice = nextRungAfterFailure({
     failed: rungSchema.parse(restore.rung),
     failedSnapshotId: restore.snapshotId,
