@@ -2,8 +2,9 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
+import { PinHoldCells } from "./pin-cells.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+import { LoadMore, QueryView, ShortId, StateBadge, formatBytes } from "./query-view.tsx";
 
 type Status = "all" | "active" | "closed";
 
@@ -121,17 +122,7 @@ export function PinsView() {
                       )}
                     </td>
                     <td>{p.snapshot?.repository.name ?? "—"}</td>
-                    <td>{p.holder ?? "—"}</td>
-                    <td>{p.purpose ?? "—"}</td>
-                    <td>
-                      <When at={p.createdAt} />
-                    </td>
-                    <td>
-                      <When at={p.expiresAt} />
-                    </td>
-                    <td>
-                      <When at={p.releasedAt} />
-                    </td>
+                    <PinHoldCells pin={p} />
                   </tr>
                 ))}
               </tbody>

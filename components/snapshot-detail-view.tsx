@@ -8,6 +8,7 @@ import type { inferRouterOutputs } from "@trpc/server";
 import type { AppRouter } from "../server/trpc/root.ts";
 import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
 import { RetireDialog } from "./retire-dialog.tsx";
+import { PinHoldCells } from "./pin-cells.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { useCan } from "./viewer.tsx";
 
@@ -218,17 +219,7 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
                       <td>
                         <StateBadge state={p.active ? "active" : p.released ? "released" : "expired"} />
                       </td>
-                      <td>{p.holder ?? "—"}</td>
-                      <td>{p.purpose ?? "—"}</td>
-                      <td>
-                        <When at={p.createdAt} />
-                      </td>
-                      <td>
-                        <When at={p.expiresAt} />
-                      </td>
-                      <td>
-                        <When at={p.releasedAt} />
-                      </td>
+                      <PinHoldCells pin={p} />
                     </tr>
                   ))}
                 </tbody>
