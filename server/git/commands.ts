@@ -362,6 +362,16 @@ export function updateRefs(instructions: string | Promise<string>): GitCommand<v
 
 // --- fetching (baseline evidence) ----------------------------------------------------------------
 
+/** `git fetch` that brings only what it is asked for and leaves nothing else behind. */
+export const QUIET_FETCH = [
+  "fetch",
+  "--quiet",
+  "--no-tags",
+  "--no-recurse-submodules",
+  "--no-write-fetch-head",
+  "--no-auto-maintenance",
+] as const;
+
 /** Fetches one branch into its remote-tracking ref, never waiting for input. */
 export function fetchBranch(remote: string, branch: string, timeoutMs: number): GitCommand<void> {
   refArg(remote, "remote");
@@ -370,12 +380,7 @@ export function fetchBranch(remote: string, branch: string, timeoutMs: number): 
     args: [
       "-c",
       "core.hooksPath=/dev/null",
-      "fetch",
-      "--quiet",
-      "--no-tags",
-      "--no-recurse-submodules",
-      "--no-write-fetch-head",
-      "--no-auto-maintenance",
+      ...QUIET_FETCH,
       "--",
       remote,
       `+refs/heads/${branch}:refs/remotes/${remote}/${branch}`,

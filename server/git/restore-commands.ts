@@ -2,7 +2,7 @@
 // repository the restore created, with hooks, fsmonitor and automatic maintenance off, so a
 // restore has no side effect beyond the directory it builds.
 import { StrataError } from "../domain/errors.ts";
-import { oidArg } from "./commands.ts";
+import { oidArg, QUIET_FETCH } from "./commands.ts";
 import { decodeUtf8, pathArgs, refArg, splitLines, type GitCommand } from "./runner.ts";
 
 /** Settings for every call in a staging repository. */
@@ -85,12 +85,7 @@ export function fetchRefspecs(url: string, refspecs: readonly string[], s: Fetch
     args: [
       ...RESTORE_CONFIG,
       ...FETCH_PROTOCOLS,
-      "fetch",
-      "--quiet",
-      "--no-tags",
-      "--no-recurse-submodules",
-      "--no-write-fetch-head",
-      "--no-auto-maintenance",
+      ...QUIET_FETCH,
       ...(s.shallow ? ["--depth=1"] : []),
       "--",
       url,

@@ -121,8 +121,10 @@ export function parseStatus(stdout: Buffer): Omit<StatusReport, "unreadable"> {
       continue;
     }
     const type = record[0];
-    if (type === "1") {
-      const { parts, rest } = fields(record, 8);
+    if (type === "1" || type === "2") {
+      // A "2" (rename or copy) record has a score field more and its original path after it;
+      // renames are switched off, but such a record is still read whole.
+      const { parts, rest } = fields(record, type === "1" ? 8 : 9);
       const [, xy = "", sub = "", mH = "", mI = "", mW = "", hH = "", hI = ""] = parts;
       entries.push({
         kind: "changed",
@@ -136,23 +138,7 @@ export function parseStatus(stdout: Buffer): Omit<StatusReport, "unreadable"> {
         oidIndex: hI,
         path: rest,
       });
-    } else if (type === "2") {
-      // Renames are switched off; read the record anyway (and skip its original path).
-      const { parts, rest } = fields(record, 9);
-      const [, xy = "", sub = "", mH = "", mI = "", mW = "", hH = "", hI = ""] = parts;
-      entries.push({
-        kind: "changed",
-        x: xy[0] ?? ".",
-        y: xy[1] ?? ".",
-        submodule: sub,
-        modeHead: mH,
-        modeIndex: mI,
-        modeWorktree: mW,
-        oidHead: hH,
-        oidIndex: hI,
-        path: rest,
-      });
-      i++;
+      if (type === "2") i++;
     } else if (type === "u") {
       const { parts, rest } = fields(record, 10);
       const [, xy = "", sub = ""] = parts;
