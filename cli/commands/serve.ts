@@ -11,7 +11,7 @@ import { openJobQueue } from "../../server/jobs/job-queues.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "./migrate.ts";
-import { logWorkerEvent } from "./worker.ts";
+import { workerSettings } from "./worker.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SOURCES = ["app", "components", "server", "public", "next.config.mjs", "package.json"];
@@ -62,12 +62,9 @@ async function startServeWorker(config: Config, enabled: boolean): Promise<Worke
     return null;
   }
   const worker = await startWorkerProcess({
+    ...workerSettings(config),
     catalog,
     host: config.host,
-    dataDir: config.dataDir,
-    schedule: { sweepIntervalSeconds: config.sweepIntervalSeconds, gcIntervalSeconds: config.gcIntervalSeconds },
-    retry: { leaseSeconds: config.jobLeaseSeconds },
-    onEvent: logWorkerEvent,
   });
   progressDone(`Worker ${worker.workerId} is running jobs for host ${config.host} (--no-worker to turn it off)`);
   return {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { describeDatabase, loadConfig } from "../../server/config.ts";
+import { describeDatabase, loadConfig, type Config } from "../../server/config.ts";
 import { openCatalog } from "../../server/db/client.ts";
 import { hostNameSchema } from "../../server/domain/jobs.ts";
 import { startWorkerProcess } from "../../server/jobs/worker-process.ts";
@@ -8,6 +8,16 @@ import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "./migrate.ts";
 
 /** One line per job event on stderr (stdout stays free for scripts). */
+/** What the configuration says about a worker, for `strata worker` and the one `strata serve` runs. */
+export function workerSettings(config: Config) {
+  return {
+    dataDir: config.dataDir,
+    schedule: { sweepIntervalSeconds: config.sweepIntervalSeconds, gcIntervalSeconds: config.gcIntervalSeconds },
+    retry: { leaseSeconds: config.jobLeaseSeconds },
+    onEvent: logWorkerEvent,
+  };
+}
+
 export function logWorkerEvent(event: WorkerEvent): void {
   const line = (() => {
     switch (event.type) {
@@ -58,13 +68,10 @@ export function registerWorker(program: Command): void {
       const checkpoint = pauseSeam();
       const worker = await startWorkerProcess({
         catalog,
+        ...workerSettings(config),
         host: host.data,
-        dataDir: config.dataDir,
-        schedule: { sweepIntervalSeconds: config.sweepIntervalSeconds, gcIntervalSeconds: config.gcIntervalSeconds },
-        retry: { leaseSeconds: config.jobLeaseSeconds },
         pollIntervalMs: pollMs,
         housekeepingMs: Math.min(5_000, config.jobLeaseSeconds * 500),
-        onEvent: logWorkerEvent,
         ...(checkpoint ? { checkpoint } : {}),
       });
       progressDone(
