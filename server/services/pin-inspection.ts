@@ -31,7 +31,10 @@ export async function inspectPins(db: Db, input: InspectPinsInput = {}) {
   if (opts.snapshotId) where.push({ snapshotId: opts.snapshotId });
   if (opts.status === "active" || opts.keepingRetired) where.push(activeWhere(now));
   if (opts.status === "closed") where.push({ NOT: activeWhere(now) });
-  const retiredPinned = await retiredPinnedSnapshots(db, now);
+  // The totals head the first page only; later pages skip them and, unless they filter by it,
+  // the scan for retired snapshots that active pins still hold.
+  const firstPage = !opts.cursor;
+  const retiredPinned = opts.keepingRetired || firstPage ? await retiredPinnedSnapshots(db, now) : [];
   if (opts.keepingRetired) where.push({ snapshotId: { in: retiredPinned } });
   if (opts.cursor) {
     const after = decodeCursor(opts.cursor);
@@ -62,12 +65,14 @@ export async function inspectPins(db: Db, input: InspectPinsInput = {}) {
     },
   });
   const byId = new Map(snapshots.map((s) => [s.id, { ...s, sizeBytes: Number(s.sizeBytes) }]));
-  const [activeCount, keepingRetiredCount] = await Promise.all([
-    db.pin.count({ where: activeWhere(now) }),
-    retiredPinned.length === 0
-      ? 0
-      : db.pin.count({ where: { AND: [activeWhere(now), { snapshotId: { in: retiredPinned } }] } }),
-  ]);
+  const [activeCount, keepingRetiredCount] = firstPage
+    ? await Promise.all([
+        db.pin.count({ where: activeWhere(now) }),
+        retiredPinned.length === 0
+          ? 0
+          : db.pin.count({ where: { AND: [activeWhere(now), { snapshotId: { in: retiredPinned } }] } }),
+      ])
+    : [null, null];
   return {
     now,
     pins: pins.map((p) => {
@@ -83,7 +88,9 @@ export async function inspectPins(db: Db, input: InspectPinsInput = {}) {
           active && snapshot !== null && (HEAD_RELEASE_STATES as readonly string[]).includes(snapshot.state),
       };
     }),
+    /** Active pins in all (first page only). */
     activeCount,
+    /** Active pins on retired snapshots (first page only). */
     keepingRetiredCount,
     nextCursor,
   };
