@@ -111,14 +111,25 @@ export async function inTransaction<T>(
   options?: { isolationLevel?: Prisma.TransactionIsolationLevel; timeout?: number; attempts?: number },
 ): Promise<T> {
   if (!("$transaction" in db)) return fn(db);
-  const attempts = options?.attempts ?? 10;
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await db.$transaction(fn, {
+  return retryConflicts(
+    () =>
+      db.$transaction(fn, {
         maxWait: 10_000,
         timeout: options?.timeout ?? 20_000,
         ...(options?.isolationLevel ? { isolationLevel: options.isolationLevel } : {}),
-      });
+      }),
+    options?.attempts,
+  );
+}
+
+/**
+ * Runs fn again, after a short random pause, while it fails with a serialization conflict, a
+ * deadlock, SQLite busy or RetryTransaction; the last error goes up after `attempts` tries.
+ */
+export async function retryConflicts<T>(fn: () => Promise<T>, attempts = 10): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await fn();
     } catch (error) {
       if (attempt >= attempts || !isRetryableConflict(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 8 * attempt));

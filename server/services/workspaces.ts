@@ -3,7 +3,7 @@
 // the worker reports how the restore went.
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { inTransaction, pgPoolOf, type Db } from "../db/client.ts";
+import { inTransaction, pgPoolOf, retryConflicts, type Db } from "../db/client.ts";
 import { isRetryableConflict, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { isStrataError, StrataError } from "../domain/errors.ts";
@@ -276,49 +276,50 @@ export async function acquireWorkspace(
     const restoreId = randomUUID();
     const pinId = `restore:${restoreId}`;
     const newLineageId = randomUUID();
-    for (let attempt = 1; attempt <= ACQUIRE_ATTEMPTS; attempt += 1) {
+    const attempt = async (): Promise<RestorePlan> => {
       const now = opts.now ?? new Date();
-      try {
-        const outcome = await acquireOnPool(pool, {
-          ...key,
-          repositoryIdentity: input.repository.identity,
-          canonicalRef: input.canonicalRef,
-          requestedWorkContextId: input.workContextId ?? null,
-          workspace: input.workspace,
-          host: input.host,
-          now,
-          restoreId,
-          newLineageId,
-          pinId,
-          holder: `agent:${agentId}`,
-          pinExpiresAt: new Date(now.getTime() + RESTORE_PIN_TTL_MS),
-        });
-        if (!outcome.facts) {
-          const repository = { identity: input.repository.identity, name: repositoryDisplayName(input.repository) };
-          await createRepositoryPg(pool, { id: randomUUID(), ...repository });
-          continue;
-        }
-        const ladder = decideAcquire(outcome.facts);
-        if (ladder.choice.rung !== outcome.rung || (ladder.chosen?.id ?? null) !== (outcome.chosen?.id ?? null)) {
-          // The statement's rung must be the ladder's; a difference is a defect, never a plan.
-          throw new StrataError("INTERNAL", "The catalog's restore decision differs from the ladder's.", {
-            retryable: false,
-            data: { ladder: ladder.choice.rung, catalog: outcome.rung },
-          });
-        }
-        const decision = { ...ladder, chosen: outcome.chosen };
-        if (outcome.recorded) {
-          const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, decision.chosen);
-          return plan(restoreId, decision, decision.chosen ? pinId : null, lineage);
-        }
-      } catch (error) {
-        if (!isRetryableConflict(error)) throw error;
+      const outcome = await acquireOnPool(pool, {
+        ...key,
+        repositoryIdentity: input.repository.identity,
+        canonicalRef: input.canonicalRef,
+        requestedWorkContextId: input.workContextId ?? null,
+        workspace: input.workspace,
+        host: input.host,
+        now,
+        restoreId,
+        newLineageId,
+        pinId,
+        holder: `agent:${agentId}`,
+        pinExpiresAt: new Date(now.getTime() + RESTORE_PIN_TTL_MS),
+      });
+      if (!outcome.facts) {
+        const repository = { identity: input.repository.identity, name: repositoryDisplayName(input.repository) };
+        await createRepositoryPg(pool, { id: randomUUID(), ...repository });
+        throw new RetryTransaction("repository created");
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
+      const ladder = decideAcquire(outcome.facts);
+      if (ladder.choice.rung !== outcome.rung || (ladder.chosen?.id ?? null) !== (outcome.chosen?.id ?? null)) {
+        // The statement's rung must be the ladder's; a difference is a defect, never a plan.
+        throw new StrataError("INTERNAL", "The catalog's restore decision differs from the ladder's.", {
+          retryable: false,
+          data: { ladder: ladder.choice.rung, catalog: outcome.rung },
+        });
+      }
+      // Nothing was written: the chosen snapshot moved on, or the lineage appeared meanwhile.
+      if (!outcome.recorded) throw new RetryTransaction("the catalog changed under the decision");
+      const decision = { ...ladder, chosen: outcome.chosen };
+      const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, decision.chosen);
+      return plan(restoreId, decision, decision.chosen ? pinId : null, lineage);
+    };
+    try {
+      return await retryConflicts(attempt, ACQUIRE_ATTEMPTS);
+    } catch (error) {
+      if (!isRetryableConflict(error)) throw error;
+      throw new StrataError("UNAVAILABLE", "The catalog kept changing under this acquire.", {
+        hint: "Acquire again; nothing was recorded.",
+        cause: error,
+      });
     }
-    throw new StrataError("UNAVAILABLE", "The catalog kept changing under this acquire.", {
-      hint: "Acquire again; nothing was recorded.",
-    });
   }
   return inTransaction(db, async (tx) => {
     const now = opts.now ?? new Date();
