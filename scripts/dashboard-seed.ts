@@ -4,7 +4,7 @@
 //
 //   tsx scripts/dashboard-seed.ts example      # into the catalog of STRATA_DATA_DIR / DATABASE_URL
 //   tsx scripts/dashboard-seed.ts large 5000
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { loadConfig } from "../server/config.ts";
 import { openCatalog, type Db } from "../server/db/client.ts";
@@ -15,7 +15,6 @@ import { trustAgent, trustUser, type AgentScope, type UserRole } from "../server
 import { createAgent } from "../server/services/agents.ts";
 import { listUsers } from "../server/services/auth.ts";
 import { publishBaseline } from "../server/services/baselines.ts";
-import { putBlob } from "../server/services/blobs.ts";
 import { appendCheckpoint } from "../server/services/checkpoints.ts";
 import { collectGarbage } from "../server/services/gc.ts";
 import { retireLineage } from "../server/services/lineages.ts";
@@ -23,48 +22,17 @@ import { publishSnapshot } from "../server/services/layers.ts";
 import { pinSnapshot } from "../server/services/pins.ts";
 import { releaseRetiredHeads, retireSnapshot } from "../server/services/retirement.ts";
 import { acquireWorkspace, reportRestore } from "../server/services/workspaces.ts";
+// Seed data is made the way the tests make theirs.
+import { sha256, storeBytes as store } from "../server/services/test-content.ts";
+import { cleanEvidence, oid } from "../server/services/test-lineage.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 const BACKEND = "modal";
 const IMAGE = "sha256:" + "5e".repeat(32);
-
-function oid(label: string): string {
-  return createHash("sha1").update(label).digest("hex");
-}
-
-function sha256(bytes: Uint8Array | string): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-async function store(db: Db, bytes: Buffer): Promise<{ digest: string; sizeBytes: number }> {
-  const digest = sha256(bytes);
-  await putBlob(db, {
-    digest,
-    body: (async function* () {
-      yield bytes;
-    })(),
-  });
-  return { digest, sizeBytes: bytes.byteLength };
-}
+const CHECKOUT = "/srv/checkouts/app";
 
 function shortManifest(label: string, branch: string, sizeBytes = 4096): Manifest {
   return { treeId: oid(`tree:${label}`), head: oid(`head:${label}`), branch, blobDigests: [], sizeBytes };
-}
-
-function evidence(commit: string) {
-  return {
-    remoteTrackingRef: "refs/remotes/origin/main",
-    fetched: true,
-    remoteCommit: commit,
-    head: commit,
-    branch: "main",
-    stagedCount: 0,
-    modifiedCount: 0,
-    untrackedCount: 0,
-    inProgress: { merge: false, rebase: false, cherryPick: false, bisect: false },
-    repositoryRoot: "/srv/checkouts/app",
-    captureRoot: "/srv/checkouts/app",
-  };
 }
 
 interface Ctx {
@@ -100,7 +68,7 @@ async function baseline(ctx: Ctx, who: Agent, repo: string, label: string, obser
     key: { repository: { identity: repo }, backendKind: BACKEND, baseImage: IMAGE, canonicalRef: "main" },
     commit,
     manifest: { ...shortManifest(`${repo}:${label}`, "main", 0), head: commit },
-    evidence: evidence(commit),
+    evidence: cleanEvidence(commit, { repositoryRoot: CHECKOUT, captureRoot: CHECKOUT }),
     observedHeadId: observed,
     source: { workspace: "/srv/checkouts/app", host: "refresher-1" },
     now: at(ctx, daysAgo),
@@ -258,7 +226,15 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
 
   // web-app: the runner's baseline of main, refreshed three times.
   let b = await baseline(ctx, runner, web, "main-1", null, 21);
-  const login = new WorkContext(ctx, runner, web, "issue-412-login-timeout", "fix/login-timeout", "/workspaces/ws-412", true);
+  const login = new WorkContext(
+    ctx,
+    runner,
+    web,
+    "issue-412-login-timeout",
+    "fix/login-timeout",
+    "/workspaces/ws-412",
+    true,
+  );
   await login.start(20);
   for (const d of [19.8, 19.5, 19]) await login.checkpoint(d);
   const refactor = new WorkContext(ctx, runner, web, "pr-88-refactor-auth", "refactor/auth", "/workspaces/ws-88", true);
@@ -349,7 +325,15 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
       reason: "captured a production credential in a fixture",
     });
   }
-  const ledger = new WorkContext(ctx, runner, pay, "issue-80-ledger-export", "feat/ledger-export", "/workspaces/ws-80", true);
+  const ledger = new WorkContext(
+    ctx,
+    runner,
+    pay,
+    "issue-80-ledger-export",
+    "feat/ledger-export",
+    "/workspaces/ws-80",
+    true,
+  );
   await ledger.start(5);
   await ledger.checkpoint(4.8);
   const ledgerResume = await ledger.acquire(1);
