@@ -18,7 +18,7 @@ import type { Prisma } from "../db/generated/postgres/client.ts";
 import { captureManifestSchema } from "../domain/capture-manifest.ts";
 import { isStrataError, StrataError } from "../domain/errors.ts";
 import { captureJobDataSchema, restoreJobDataSchema } from "../domain/jobs.ts";
-import { missingEntries, restoreResultSchema, type RestoreResult } from "../domain/restore-result.ts";
+import { restoreResultSchema, type RestoreResult } from "../domain/restore-result.ts";
 import { trustAgent, type AgentScope } from "../domain/scope.ts";
 import { checkTarget } from "../git/restore-staging.ts";
 import {
@@ -28,7 +28,13 @@ import {
   manifestBlob,
   type CatalogPort,
 } from "../services/capture-publish.ts";
-import { loadCaptureManifest, localRestorePort, restoreSnapshot } from "../services/restore-snapshot.ts";
+import {
+  loadCaptureManifest,
+  localRestorePort,
+  reportRestoreFailure,
+  reportRestoreResult,
+  restoreSnapshot,
+} from "../services/restore-snapshot.ts";
 import { getSnapshot } from "../services/snapshots.ts";
 import { runGcJob, runSweepJob } from "./maintenance.ts";
 import type { ClaimedJob } from "./queue.ts";
@@ -292,10 +298,9 @@ async function runRestore(
         });
       } catch (error) {
         if (!isSnapshotFailure(error)) throw error;
-        const failed = { code: error.code, message: error.message.slice(0, 2000) };
-        const next = await port.reportRestore({ restoreId: row.id, outcome: "failed", error: failed });
-        steps.push({ restoreId: row.id, reported: "failed", error: failed });
-        const done = await moveOn(next.next?.restoreId, row.id, "failed");
+        const rung = await reportRestoreFailure(port, row.id, error);
+        steps.push({ restoreId: row.id, reported: "failed", error: rung.error });
+        const done = await moveOn(rung.next?.restoreId, row.id, "failed");
         if (done) return done;
         continue;
       }
@@ -315,29 +320,13 @@ async function runRestore(
     }
     checkpoint("restore:placed");
 
-    if (result.status === "restored") {
-      await port.reportRestore({ restoreId: row.id, outcome: "restored", treeId: result.holds.tree ?? undefined });
-      steps.push({ restoreId: row.id, reported: "restored" });
-      return finish(row.id, "restored");
+    const rung = await reportRestoreResult(port, row.id, result);
+    if (rung.reported !== "failed") {
+      steps.push({ restoreId: row.id, reported: rung.reported });
+      return finish(row.id, rung.reported);
     }
-    if (result.status === "degraded") {
-      await port.reportRestore({
-        restoreId: row.id,
-        outcome: "degraded",
-        missing: missingEntries(result),
-        treeId: result.holds.tree ?? undefined,
-        detail: result,
-      });
-      steps.push({ restoreId: row.id, reported: "degraded" });
-      return finish(row.id, "degraded");
-    }
-    const failed = {
-      code: result.missing.cause ?? "COMMITS_UNAVAILABLE",
-      message: (result.missing.causeMessage ?? "Nothing of the snapshot could be restored.").slice(0, 2000),
-    };
-    const next = await port.reportRestore({ restoreId: row.id, outcome: "failed", error: failed, detail: result });
-    steps.push({ restoreId: row.id, reported: "failed", error: failed });
-    const done = await moveOn(next.next?.restoreId, row.id, "failed");
+    steps.push({ restoreId: row.id, reported: "failed", error: rung.error });
+    const done = await moveOn(rung.next?.restoreId, row.id, "failed");
     if (done) return done;
   }
 }

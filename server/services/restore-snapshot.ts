@@ -242,6 +242,51 @@ function isSnapshotFailure(error: unknown): error is StrataError {
   );
 }
 
+/** What was reported for one rung: how it went, the error of a failed one, and the next plan. */
+export type ReportedRung =
+  | { reported: "restored" | "degraded"; error: null; next: null }
+  | { reported: "failed"; error: { code: string; message: string }; next: RestorePlan | null };
+
+/** Reports a rung that ended with a result: restored, degraded with what is missing, or failed with its cause. */
+export async function reportRestoreResult(
+  port: RestorePort,
+  restoreId: string,
+  result: RestoreResult,
+): Promise<ReportedRung> {
+  const treeId = result.holds.tree ?? undefined;
+  if (result.status === "restored") {
+    await port.reportRestore({ restoreId, outcome: "restored", treeId });
+    return { reported: "restored", error: null, next: null };
+  }
+  if (result.status === "degraded") {
+    await port.reportRestore({
+      restoreId,
+      outcome: "degraded",
+      missing: missingEntries(result),
+      treeId,
+      detail: result,
+    });
+    return { reported: "degraded", error: null, next: null };
+  }
+  const error = {
+    code: result.missing.cause ?? "COMMITS_UNAVAILABLE",
+    message: (result.missing.causeMessage ?? "Nothing of the snapshot could be restored.").slice(0, 2000),
+  };
+  const { next } = await port.reportRestore({ restoreId, outcome: "failed", error, detail: result });
+  return { reported: "failed", error, next };
+}
+
+/** Reports a rung whose restore stopped with a snapshot failure (the ladder's next plan comes back). */
+export async function reportRestoreFailure(
+  port: RestorePort,
+  restoreId: string,
+  failure: StrataError,
+): Promise<Extract<ReportedRung, { reported: "failed" }>> {
+  const error = { code: failure.code, message: failure.message.slice(0, 2000) };
+  const { next } = await port.reportRestore({ restoreId, outcome: "failed", error });
+  return { reported: "failed", error, next };
+}
+
 /**
  * Workspace acquisition and restore in one step, for an agent starting work: the decision
  * (checkpoint, baseline, cold), the restore of the chosen snapshot into `into`, and the outcome
@@ -270,45 +315,16 @@ export async function acquireAndRestore(
       report = await restoreSnapshot(port, { ...restoreOptions, snapshotId: plan.snapshot.id, into: target });
     } catch (error) {
       if (!isSnapshotFailure(error)) throw error;
-      const failed = { code: error.code, message: error.message.slice(0, 2000) };
-      const next = await port.reportRestore({ restoreId: plan.restoreId, outcome: "failed", error: failed });
-      steps.push({ plan, result: null, reported: "failed", error: failed });
-      plan = next.next;
+      const rung = await reportRestoreFailure(port, plan.restoreId, error);
+      steps.push({ plan, result: null, reported: rung.reported, error: rung.error });
+      plan = rung.next;
       continue;
     }
     const result = report.result;
-    if (result.status === "restored") {
-      await port.reportRestore({
-        restoreId: plan.restoreId,
-        outcome: "restored",
-        treeId: result.holds.tree ?? undefined,
-      });
-      steps.push({ plan, result, reported: "restored", error: null });
-      return { steps, path: report.path, workContextId };
-    }
-    if (result.status === "degraded") {
-      await port.reportRestore({
-        restoreId: plan.restoreId,
-        outcome: "degraded",
-        missing: missingEntries(result),
-        treeId: result.holds.tree ?? undefined,
-        detail: result,
-      });
-      steps.push({ plan, result, reported: "degraded", error: null });
-      return { steps, path: report.path, workContextId };
-    }
-    const failed = {
-      code: result.missing.cause ?? "COMMITS_UNAVAILABLE",
-      message: (result.missing.causeMessage ?? "Nothing of the snapshot could be restored.").slice(0, 2000),
-    };
-    const next = await port.reportRestore({
-      restoreId: plan.restoreId,
-      outcome: "failed",
-      error: failed,
-      detail: result,
-    });
-    steps.push({ plan, result, reported: "failed", error: failed });
-    plan = next.next;
+    const rung = await reportRestoreResult(port, plan.restoreId, result);
+    steps.push({ plan, result, reported: rung.reported, error: rung.error });
+    if (rung.reported !== "failed") return { steps, path: report.path, workContextId };
+    plan = rung.next;
   }
   return { steps, path: null, workContextId };
 }
