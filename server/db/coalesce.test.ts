@@ -11,7 +11,12 @@ function controlled<Req, Res>(answer: (req: Req) => Res) {
   return { calls, run };
 }
 
-const tick = () => new Promise((resolve) => setImmediate(resolve));
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+/** Long enough for a finished batch's slot to be handed on (the coalescer waits one turn of the event loop). */
+const tick = async () => {
+  await turn();
+  await turn();
+};
 
 describe("coalesce", () => {
   it("sends a lone request at once and answers it", async () => {
@@ -35,6 +40,29 @@ describe("coalesce", () => {
     expect(calls.map((c) => c.batch)).toEqual([[1], [2, 3, 4]]);
     calls[1]!.release();
     expect(await Promise.all(rest)).toEqual(["#2", "#3", "#4"]);
+  });
+
+  it("lets callers a batch answered call again before the next batch goes, so they travel together", async () => {
+    const { calls, run } = controlled((n: number) => n);
+    const call = coalesce(run, { maxBatch: 8, maxInFlight: 1 });
+    // A closed loop: whoever is answered asks again at once (as a busy agent does), the answer
+    // first passing up through a few async functions, as it does in a service.
+    const again = async (n: number): Promise<number> => {
+      const v = await call(n);
+      for (let hop = 0; hop < 4; hop += 1) await Promise.resolve();
+      return v < 10 ? again(v + 10) : v;
+    };
+    const loops = [again(1), again(2), again(3)];
+    expect(calls.map((c) => c.batch)).toEqual([[1]]);
+    calls[0]!.release();
+    await tick();
+    // 11 (1's next request) waits for 2 and 3 instead of 2 and 3 going first and 11 alone after.
+    expect(calls.map((c) => c.batch)).toEqual([[1], [2, 3, 11]]);
+    calls[1]!.release();
+    await tick();
+    expect(calls.map((c) => c.batch)).toEqual([[1], [2, 3, 11], [12, 13]]);
+    calls[2]!.release();
+    expect(await Promise.all(loops)).toEqual([11, 12, 13]);
   });
 
   it("keeps batches within maxBatch and runs at most maxInFlight at once", async () => {

@@ -1,6 +1,10 @@
 // Request coalescing for hot database paths: calls that arrive while earlier ones are in flight
 // wait and go together, so N concurrent callers cost one round trip and one commit instead of N.
-// A lone call goes out at once (no timer, no added latency). The batch function answers each
+// A lone call goes out at once (no timer, no added latency). A finished batch hands its slot on
+// one turn of the event loop later, after the callers it answered have run: a caller that asks
+// again at once then travels with the others waiting, instead of the others going without it and
+// it going alone after them (with closed-loop callers that split settled into a batch of one
+// between every two full ones, a round trip each). The batch function answers each
 // request by position; a batch that fails with a non-retryable error is re-run one request at a
 // time, so one bad request never fails its neighbours.
 
@@ -44,10 +48,12 @@ export function coalesce<Req, Res>(
     while (inFlight < options.maxInFlight && queue.length > 0) {
       const batch = queue.splice(0, options.maxBatch);
       inFlight += 1;
-      void settle(batch).finally(() => {
-        inFlight -= 1;
-        pump();
-      });
+      void settle(batch).finally(() =>
+        setImmediate(() => {
+          inFlight -= 1;
+          pump();
+        }),
+      );
     }
   }
 
