@@ -97,12 +97,12 @@ type JsonRef = Omit<SnapshotRefRow, "sizeBytes" | "createdAt" | "readyAt"> & {
 
 function toRefRow(json: JsonRef | null): SnapshotRefRow | null {
   if (!json) return null;
-  return {
-    ...json,
-    sizeBytes: BigInt(json.sizeBytes),
-    createdAt: new Date(json.createdAt),
-    readyAt: json.readyAt === null ? null : new Date(json.readyAt),
-  };
+  // Assigned in place rather than spread into a copy (see acquireWorkspace on spreads here).
+  const row = json as unknown as SnapshotRefRow;
+  row.sizeBytes = BigInt(json.sizeBytes);
+  row.createdAt = new Date(json.createdAt);
+  row.readyAt = json.readyAt === null ? null : new Date(json.readyAt);
+  return row;
 }
 
 // Every lookup is a LATERAL subquery keyed by the request row, so each one is an index probe
