@@ -118,7 +118,7 @@ WITH facts AS (
     head.id AS head_id, ${candidateJson("head")} AS head_json,
     base.id AS base_id, ${candidateJson("base")} AS base_json,
     orig.id AS orig_id, ${candidateJson("orig")} AS orig_json,
-    COALESCE(own.found, false) AS has_checkpoints
+    (head.id IS NOT NULL OR COALESCE(own.found, false)) AS has_checkpoints
   FROM jsonb_to_recordset($1::jsonb) AS k(i int, identity text, agent_id text, requested_work_context_id text,
     work_context_id text, backend_kind text, base_image text, canonical_ref text, workspace text, host text,
     now timestamptz, restore_id text, new_lineage_id text, pin_id text, holder text, pin_expires_at timestamptz)
@@ -156,7 +156,7 @@ WITH facts AS (
   ) orig ON true
   LEFT JOIN LATERAL (
     SELECT true AS found FROM snapshots s
-    WHERE s.lineage_id = lin.id AND s.class = 'checkpoint' AND s.failed_at IS NULL
+    WHERE head.id IS NULL AND s.lineage_id = lin.id AND s.class = 'checkpoint' AND s.failed_at IS NULL
     LIMIT 1
   ) own ON true
 ), decided AS (
@@ -169,7 +169,7 @@ WITH facts AS (
     f.orig_id IS NOT NULL AS superseded_allowed
   FROM facts f WHERE f.repository_id IS NOT NULL
 ), locked AS (
-  SELECT s.id, s.state FROM snapshots s
+  SELECT s.id, s.state, ${refJson("s")} AS ref FROM snapshots s
   WHERE s.id = ANY(ARRAY(SELECT chosen_id FROM decided WHERE chosen_id IS NOT NULL))
   ORDER BY s.id FOR SHARE
 ), ok AS (
@@ -203,7 +203,7 @@ SELECT f.i, f.repository_id AS "repositoryId", f.lineage, f.head_json AS head, f
   EXISTS (SELECT 1 FROM rst WHERE rst.id = f.restore_id) AS recorded
 FROM facts f
 LEFT JOIN decided d ON d.i = f.i
-LEFT JOIN LATERAL (SELECT ${refJson("s")} AS ref FROM snapshots s WHERE s.id = d.chosen_id) chosen ON true`;
+LEFT JOIN locked chosen ON chosen.id = d.chosen_id`;
 
 /** What the statement answers for one acquire. */
 export interface AcquireOutcome {
