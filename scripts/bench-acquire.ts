@@ -9,7 +9,7 @@
 // column is per acquire: this process (clients and service) + the PostgreSQL backends (read
 // from /proc, so PostgreSQL must run on this machine; "?" otherwise) — on a shared 2-core
 // machine it tells whether latency moved because the code did or because the machine was busy.
-// Options: --sizes 10000,100000 --clients 1,16 --paced-rate 1000 --acquires 4000.
+// Options: --sizes 10000,100000 --clients 1,16 --paced-rate 1000 --acquires 10000.
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
@@ -22,7 +22,7 @@ const { values } = parseArgs({
     sizes: { type: "string", default: "10000,100000" },
     clients: { type: "string", default: "1,16" },
     "paced-rate": { type: "string", default: "1000" },
-    acquires: { type: "string", default: "4000" },
+    acquires: { type: "string", default: "10000" },
     warmup: { type: "string", default: "400" },
   },
 });
