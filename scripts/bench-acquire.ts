@@ -13,7 +13,7 @@
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { createTestCatalog, type TestCatalog } from "../server/db/test-databases.ts";
+import { createTestCatalog, type TestCatalog } from "../server/db/test-catalog.ts";
 import { trustAgent } from "../server/domain/scope.ts";
 import { acquireWorkspace } from "../server/services/workspaces.ts";
 

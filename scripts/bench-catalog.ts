@@ -11,7 +11,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { Db } from "../server/db/client.ts";
-import { createTestCatalog, type TestCatalog } from "../server/db/test-databases.ts";
+import { createTestCatalog, type TestCatalog } from "../server/db/test-catalog.ts";
 import type { LayerDescriptor } from "../server/domain/content.ts";
 import { collectGarbage } from "../server/services/gc.ts";
 import { publishSnapshot } from "../server/services/layers.ts";
