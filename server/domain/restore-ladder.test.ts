@@ -112,6 +112,44 @@ describe("nextRungAfterFailure", () => {
     expect(choice).toEqual({ rung: "cold", snapshotId: null, mustInspectExternalState: true });
   });
 
+  it("falls from a held original to the partial capture that names it, and from that to a baseline", () => {
+    const partial = checkpoint({ id: "cp-partial" });
+    const afterOriginal = nextRungAfterFailure({
+      ...base,
+      failed: "checkpoint",
+      failedSnapshotId: "cp-original",
+      partialHead: partial,
+      currentBaseline: baseline(),
+    });
+    expect(afterOriginal).toEqual({ rung: "checkpoint", snapshotId: "cp-partial", mustInspectExternalState: false });
+    const afterPartial = nextRungAfterFailure({
+      ...base,
+      failed: "checkpoint",
+      failedSnapshotId: "cp-partial",
+      partialHead: partial,
+      currentBaseline: baseline(),
+    });
+    expect(afterPartial).toEqual({ rung: "baseline", snapshotId: "b-1", mustInspectExternalState: true });
+  });
+
+  it("never falls to a partial capture of a retired lineage or of another work context", () => {
+    const retired = nextRungAfterFailure({
+      ...base,
+      failed: "checkpoint",
+      failedSnapshotId: "cp-original",
+      lineage: lineage({ state: "retired" }),
+      partialHead: checkpoint({ id: "cp-partial" }),
+    });
+    expect(retired?.rung).toBe("cold");
+    const foreign = nextRungAfterFailure({
+      ...base,
+      failed: "checkpoint",
+      failedSnapshotId: "cp-original",
+      partialHead: checkpoint({ id: "cp-partial", workContextId: "someone-else" }),
+    });
+    expect(foreign?.rung).toBe("cold");
+  });
+
   it("falls from a baseline to cold, and from cold to nothing", () => {
     const afterBaseline = nextRungAfterFailure({
       ...base,

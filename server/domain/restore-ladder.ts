@@ -1,6 +1,9 @@
 // The restore decision. New work starts from the clean baseline of its key; continuing work
 // resumes only from its own lineage's head; anything else starts cold. A failed rung walks
-// down: checkpoint -> the lineage's recorded baseline or the current one -> cold.
+// down: checkpoint -> the lineage's recorded baseline or the current one -> cold. One step
+// comes first: when the checkpoint that failed was the original of a held partial restore (tried
+// before the head that names it), the next try is that head, the partly restored worktree's own
+// latest capture, before any baseline: it holds the task's later work, a baseline none of it.
 
 export type Rung = "checkpoint" | "baseline" | "cold";
 export const RUNGS: readonly Rung[] = ["checkpoint", "baseline", "cold"];
@@ -68,6 +71,8 @@ export function nextRungAfterFailure(facts: {
   failed: Rung;
   failedSnapshotId: string | null;
   lineage: LineageFacts | null;
+  /** The lineage's head when it was captured in a partial restore of the failed snapshot. */
+  partialHead?: CandidateFacts | null;
   /** The snapshot the lineage recorded it began from. */
   recordedOrigin: CandidateFacts | null;
   /** The ready baseline of the restore's baseline key now. */
@@ -76,6 +81,10 @@ export function nextRungAfterFailure(facts: {
   const resumed = Boolean(facts.lineage?.hasCheckpoints);
   if (facts.failed === "cold") return null;
   if (facts.failed === "checkpoint") {
+    const head = eligibleHead(facts.lineage, facts.partialHead ?? null);
+    if (head && head.id !== facts.failedSnapshotId) {
+      return { rung: "checkpoint", snapshotId: head.id, mustInspectExternalState: false };
+    }
     const usable = (c: CandidateFacts | null, states: ReadonlySet<string>) => {
       const b = eligibleBaseline(c, states);
       return b && b.id !== facts.failedSnapshotId ? b : null;

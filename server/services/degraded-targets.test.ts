@@ -53,6 +53,34 @@ describeEachDatabase("degraded restores keep the original as the restore target"
     expect(await db.pin.count({ where: { snapshotId: original.snapshot.id, released: false } })).toBe(0);
   });
 
+  it("falls to the partial capture when the original cannot be restored, then to the baseline", async () => {
+    const { db, agent, s, original, partial } = await partlyRestored();
+    const first = await acquireFor(db, agent, s, "task-degraded");
+    expect(first.snapshot?.id).toBe(original.snapshot.id);
+
+    const failed = await reportRestore(db, {
+      agent,
+      restoreId: first.restoreId,
+      outcome: "failed",
+      error: { code: "COMMITS_UNAVAILABLE" },
+    });
+    // The partly restored worktree's own capture holds the task's later work: it comes before
+    // any baseline, and it is pinned while it is restored.
+    expect(failed.next?.rung).toBe("checkpoint");
+    expect(failed.next?.snapshot?.id).toBe(partial.snapshot.id);
+    expect(failed.next?.mustInspectExternalState).toBe(false);
+    expect(await db.pin.count({ where: { snapshotId: partial.snapshot.id, released: false } })).toBe(1);
+
+    const again = await reportRestore(db, {
+      agent,
+      restoreId: failed.next!.restoreId,
+      outcome: "failed",
+      error: { code: "COMMITS_UNAVAILABLE" },
+    });
+    expect(again.next?.rung).toBe("baseline");
+    expect(again.next?.mustInspectExternalState).toBe(true);
+  });
+
   it("stops naming the original once support discarded the partial restore", async () => {
     const { db, agent, s, key, partial, resume } = await partlyRestored();
     const support = trustUser("support-1", "support@example.com", "support");

@@ -556,15 +556,24 @@ async function walkDown(
     ? await tx.snapshot.findUnique({ where: { id: lineage.originSnapshotId }, select: snapshotRefSelect })
     : null;
   const currentBaseline = await findReadyBaseline(tx, { ...restore, agentId });
+  // The head captured in a partial restore of the snapshot that failed: the next try after it.
+  const partialHead =
+    lineage?.state === "active" && restore.rung === "checkpoint" && restore.snapshotId
+      ? await tx.snapshot.findFirst({
+          where: { lineageId: lineage.id, class: "checkpoint", state: "ready", degradedFromId: restore.snapshotId },
+          select: snapshotRefSelect,
+        })
+      : null;
   const choice = nextRungAfterFailure({
     failed: rungSchema.parse(restore.rung),
     failedSnapshotId: restore.snapshotId,
     lineage: lineage ? { state: lineage.state, workContextId: lineage.workContextId, hasCheckpoints } : null,
+    partialHead,
     recordedOrigin,
     currentBaseline,
   });
   if (!choice || !lineage) return null;
-  const chosen = [recordedOrigin, currentBaseline].find((s) => s && s.id === choice.snapshotId) ?? null;
+  const chosen = [partialHead, recordedOrigin, currentBaseline].find((s) => s && s.id === choice.snapshotId) ?? null;
 
   // Until the lineage has a checkpoint of its own, it began from wherever the ladder landed.
   let origin = lineage.originSnapshotId;
