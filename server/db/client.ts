@@ -27,16 +27,27 @@ export function sqlitePath(url: string): string {
 }
 
 /**
- * pg returns catalog columns typed `name`/`char` (OIDs 19/18), which Prisma's adapter cannot
- * deserialize (prisma/orm#27403); they are text for every purpose here.
+ * The pg client of a PostgreSQL catalog. Two things on top of pg's:
+ * - Catalog columns typed `name`/`char` (OIDs 19/18), which Prisma's adapter cannot deserialize
+ *   (prisma/orm#27403), come back as text, as they are for every purpose here.
+ * - Queries go one after another. Inside an interactive transaction Prisma loads a nested
+ *   select's relations concurrently on the transaction's one connection; pg queues such calls
+ *   itself, with a deprecation warning, and pg 9 will refuse them. Queued here, they run as they
+ *   always did (pg never overlapped them on the wire) and nothing depends on pg's queue.
  */
 class CatalogPgClient extends pg.Client {
+  #tail: Promise<unknown> = Promise.resolve();
+
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's overloads are untypable here
   override query(...args: any[]): any {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const result = (super.query as (...a: any[]) => any)(...args);
-    if (result && typeof result.then === "function") return result.then(relabelTextTypes);
-    return result;
+    const send = () => (super.query as (...a: any[]) => any)(...args);
+    // Callback and submittable (cursor, stream) calls keep pg's own handling.
+    const first = args[0] as { submit?: unknown } | undefined;
+    if (typeof args.at(-1) === "function" || typeof first?.submit === "function") return send();
+    const result = this.#tail.then(send, send);
+    this.#tail = result.catch(() => undefined);
+    return result.then(relabelTextTypes);
   }
 }
 
