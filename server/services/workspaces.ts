@@ -261,11 +261,17 @@ export async function acquireWorkspace(
   const workContextId = input.workContextId ?? `wc_${randomUUID()}`;
   const key = { agentId, workContextId, backendKind: input.backendKind, baseImage: input.baseImage };
   const pool = pgPoolOf(db);
-  const plan = (restoreId: string, decision: AcquireDecision, pinId: string | null, lineage: LineageFactsRow) =>
+  const plan = (
+    restoreId: string,
+    choice: RestoreChoice,
+    chosen: SnapshotRefRow | null,
+    pinId: string | null,
+    lineage: LineageFactsRow,
+  ) =>
     buildPlan({
       restoreId,
-      choice: decision.choice,
-      snapshot: decision.chosen ? toSnapshotRef(decision.chosen) : null,
+      choice,
+      snapshot: chosen ? toSnapshotRef(chosen) : null,
       pinId,
       workContextId,
       canonicalRef: input.canonicalRef,
@@ -312,9 +318,9 @@ export async function acquireWorkspace(
       }
       // Nothing was written: the chosen snapshot moved on, or the lineage appeared meanwhile.
       if (!outcome.recorded) throw new RetryTransaction("the catalog changed under the decision");
-      const decision = { choice: ladder.choice, chosen: outcome.chosen, states: ladder.states };
-      const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, decision.chosen);
-      return plan(restoreId, decision, decision.chosen ? pinId : null, lineage);
+      const { chosen } = outcome;
+      const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, chosen);
+      return plan(restoreId, ladder.choice, chosen, chosen ? pinId : null, lineage);
     };
     try {
       return await retryConflicts(attempt, ACQUIRE_ATTEMPTS);
@@ -361,7 +367,7 @@ export async function acquireWorkspace(
       },
       select: { id: true },
     });
-    return plan(restoreId, decision, pinId, lineage);
+    return plan(restoreId, decision.choice, chosen, pinId, lineage);
   });
 }
 
