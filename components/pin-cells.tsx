@@ -5,11 +5,14 @@ interface PinHold {
   purpose: string | null;
   createdAt: Date | string;
   expiresAt: Date | string | null;
-  releasedAt: Date | string | null;
+  releasedAt?: Date | string | null;
 }
 
-/** The holder, purpose, since, expires and released cells of a pin's table row. */
-export function PinHoldCells({ pin }: { pin: PinHold }) {
+/**
+ * The holder, purpose, since and expires cells of a pin's table row, and its released cell
+ * unless the table lists only active pins (`released={false}`).
+ */
+export function PinHoldCells({ pin, released = true }: { pin: PinHold; released?: boolean }) {
   return (
     <>
       <td>{pin.holder ?? "—"}</td>
@@ -20,9 +23,11 @@ export function PinHoldCells({ pin }: { pin: PinHold }) {
       <td>
         <When at={pin.expiresAt} />
       </td>
-      <td>
-        <When at={pin.releasedAt} />
-      </td>
+      {released && (
+        <td>
+          <When at={pin.releasedAt ?? null} />
+        </td>
+      )}
     </>
   );
 }

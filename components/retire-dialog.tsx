@@ -5,7 +5,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Dialog } from "./dialog.tsx";
-import { ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+import { PinHoldCells } from "./pin-cells.tsx";
+import { ShortId, StateBadge, formatBytes } from "./query-view.tsx";
 import { useTRPC } from "./trpc.tsx";
 
 export function RetireDialog({
@@ -100,14 +101,7 @@ export function RetireDialog({
                     <td>
                       <ShortId id={pin.pinId} />
                     </td>
-                    <td>{pin.holder ?? "—"}</td>
-                    <td>{pin.purpose ?? "—"}</td>
-                    <td>
-                      <When at={pin.createdAt} />
-                    </td>
-                    <td>
-                      <When at={pin.expiresAt} />
-                    </td>
+                    <PinHoldCells pin={pin} released={false} />
                   </tr>
                 ))}
               </tbody>
