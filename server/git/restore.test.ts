@@ -1,5 +1,16 @@
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -7,7 +18,9 @@ import type { CaptureManifest } from "../domain/capture-manifest.ts";
 import { StrataError } from "../domain/errors.ts";
 import { checkRestoreRecord } from "../domain/restore-record.ts";
 import { memoryBlobSource } from "./restore-blobs.ts";
-import { restoreWorktree, type RestoreOptions } from "./restore.ts";
+import { filesDifferingFromIndex } from "./restore-commands.ts";
+import { filesDifferingFromBlobs, restoreWorktree, type RestoreOptions } from "./restore.ts";
+import { createGitRunner } from "./runner.ts";
 import { captureInto, CHECKOUT_FIXTURES, FAKE_SECRET } from "./test-checkouts.ts";
 import {
   addOrigin,
@@ -483,6 +496,29 @@ describe("a host object store", () => {
 });
 
 describe("a host whose checkout filters change the files written", () => {
+  it("finds a file a smudge filter changed even when its stat data is older than the index", async () => {
+    const root = initRepository({ ".gitattributes": "*.txt filter=shout\n", "a.txt": "quiet\n", "b.md": "plain\n" });
+    const config = join(temporaryDirectory(), "gitconfig");
+    writeFileSync(config, '[filter "shout"]\n\tsmudge = tr a-z A-Z\n');
+    const env = { ...process.env, GIT_CONFIG_GLOBAL: config };
+    const index = join(temporaryDirectory(), "index");
+    copyFileSync(join(root, ".git", "index"), index);
+    for (const file of ["a.txt", "b.md"]) rmSync(join(root, file));
+    spawnSync("git", ["checkout-index", "--all", "--force", "--index"], {
+      cwd: root,
+      env: { ...env, GIT_INDEX_FILE: index },
+    });
+    expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("QUIET\n");
+    // As when writing the files crossed a second: the index is newer than every file in it.
+    const later = Date.now() / 1000 + 60;
+    utimesSync(index, later, later);
+    const runner = createGitRunner({ cwd: root, baseEnv: env });
+    // A refresh alone trusts the stat data checkout recorded for the changed file.
+    expect(await runner.run(filesDifferingFromIndex(index))).toEqual([]);
+    utimesSync(index, later, later);
+    expect(await filesDifferingFromBlobs(runner, index)).toEqual(["a.txt"]);
+  });
+
   it("keeps the worktree as written and names the files that differ (TREE_MISMATCH)", async () => {
     const root = initRepository({ ".gitattributes": "*.txt filter=shout\n", "a.txt": "quiet\n", "b.md": "plain\n" });
     write(root, "c.txt", "also quiet\n");

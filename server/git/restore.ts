@@ -15,7 +15,7 @@
 // pushed base of the unpushed commits, then the caller's candidates (earlier snapshots of the
 // same checkout, nearest first), then the tip of the recorded branch; else (c) nothing.
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { CaptureManifest, PatchLink } from "../domain/capture-manifest.ts";
 import { BUNDLE_OMISSIONS } from "../domain/capture-manifest.ts";
@@ -324,11 +324,23 @@ async function materialize(c: BuildContext): Promise<void> {
   await c.clock.time("materialize", () => c.git.run(checkoutIndex(c.indexFile)));
 }
 
+/**
+ * Re-reads every file of the index's worktree, through this host's filters, and returns the
+ * paths whose content differs from their blobs. A refresh alone trusts an entry whose stat data
+ * matches, and checkout recorded the stat data of each file it wrote, also where this host's
+ * filters changed the bytes on the way out: git re-reads only entries no older than the index
+ * file ("racily clean"). Dating the index at the first second of 1970 makes every entry so.
+ */
+export async function filesDifferingFromBlobs(git: GitRunner, indexFile: string): Promise<string[]> {
+  await utimes(indexFile, 1, 1);
+  return git.run(filesDifferingFromIndex(indexFile));
+}
+
 /** Re-reads every file written and returns the paths whose content differs from the index. */
 async function verifyFiles(c: BuildContext, tree: string): Promise<string[]> {
   c.opts.onProgress?.({ phase: "verify", message: "checking every file against its recorded blob" });
   return c.clock.time("verify", async () => {
-    const differing = await c.git.run(filesDifferingFromIndex(c.indexFile));
+    const differing = await filesDifferingFromBlobs(c.git, c.indexFile);
     // The index the files were checked against must still be the tree they were written from.
     const indexTree = await c.git.run(writeTree(c.indexFile));
     if (indexTree !== tree) {
