@@ -141,8 +141,19 @@ describeEachDatabase("collection races", (catalog) => {
       },
     });
     await inside;
+    // The refused publish keeps its transaction (and its share lock on b) a little longer, as a
+    // slow caller would: the collection must still finish b in this run, not leave it deleting.
     const outcome = await Promise.allSettled([
-      publishSnapshot(db(), { snapshotId: target, manifestDigest: manifest, layers: [b, c], heads: [c.uuid] }),
+      inTransaction(db(), async (tx) => {
+        const refused = await publishSnapshot(tx, {
+          snapshotId: target,
+          manifestDigest: manifest,
+          layers: [b, c],
+          heads: [c.uuid],
+        }).catch((error: unknown) => error);
+        await sleep(300);
+        throw refused;
+      }),
     ]);
     expect((await run).status).toBe("finished");
     expect(await judge(outcome[0]!, target, [a, b, c])).toBe("refused");

@@ -441,9 +441,12 @@ async function finishLayers(
 ): Promise<{ count: number; tally: Partial<CollectionTally> }> {
   const sql = dialect(tx);
   if (uuids.length === 0) return { count: 0, tally: {} };
+  // Waits for, rather than skips, a lock on a deleting layer: only a publish that is about to be
+  // refused takes one (it locks FOR SHARE, then finds the layer not available), and skipping
+  // would leave the layer deleting until the next run.
   const rows = await tx.$queryRawUnsafe<{ uuid: string; digest: string }[]>(
     `SELECT uuid, digest FROM layers WHERE state = 'deleting' AND uuid IN ${sql.list(uuids.length)} ` +
-      `ORDER BY uuid${sql.lock("update skip locked")}`,
+      `ORDER BY uuid${sql.lock("update")}`,
     ...uuids,
   );
   if (rows.length === 0) return { count: 0, tally: {} };
