@@ -3,6 +3,10 @@ import { defineConfig } from "@playwright/test";
 // The app under test runs on its own port with its own fresh embedded database.
 const PORT = Number(process.env.E2E_PORT ?? 3210);
 const DATA_DIR = ".strata-e2e"; // also in e2e/users.ts
+// A second app, with its worker, for the job specs (also in e2e/worker.spec.ts).
+const WORKER_PORT = PORT + 1;
+const WORKER_DATA_DIR = ".strata-e2e-worker";
+const WORKER_HOST = "e2e-worker-host";
 
 export default defineConfig({
   testDir: "e2e",
@@ -24,13 +28,31 @@ export default defineConfig({
     screenshot: "only-on-failure",
     trace: "retain-on-failure",
   },
-  webServer: {
-    command: "node e2e/serve.mjs",
-    url: `http://127.0.0.1:${PORT}/api/trpc/health`,
-    reuseExistingServer: false,
-    timeout: 180_000,
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { PORT: String(PORT), STRATA_DATA_DIR: DATA_DIR, STRATA_BIND: "127.0.0.1", NEXT_TELEMETRY_DISABLED: "1" },
-  },
+  webServer: [
+    {
+      command: "node e2e/serve.mjs",
+      url: `http://127.0.0.1:${PORT}/api/trpc/health`,
+      reuseExistingServer: false,
+      timeout: 180_000,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PORT: String(PORT), STRATA_DATA_DIR: DATA_DIR, STRATA_BIND: "127.0.0.1", NEXT_TELEMETRY_DISABLED: "1" },
+    },
+    {
+      // `strata serve` with its worker (the first server runs without one), for e2e/worker.spec.ts.
+      command: "node e2e/serve-worker.mjs",
+      url: `http://127.0.0.1:${WORKER_PORT}/api/trpc/health`,
+      reuseExistingServer: false,
+      timeout: 180_000,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: {
+        PORT: String(WORKER_PORT),
+        STRATA_DATA_DIR: WORKER_DATA_DIR,
+        STRATA_BIND: "127.0.0.1",
+        STRATA_HOST: WORKER_HOST,
+        NEXT_TELEMETRY_DISABLED: "1",
+      },
+    },
+  ],
 });

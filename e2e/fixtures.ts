@@ -1,4 +1,4 @@
-import { expect, test as base, type Page } from "@playwright/test";
+import { expect, test as base, type APIRequestContext, type Page } from "@playwright/test";
 
 /**
  * The specs' `test`: every page a test opens must log no console error and throw no
@@ -21,12 +21,21 @@ export const test = base.extend<{ consoleErrors: string[] }>({
 
 export { expect };
 
-/** Calls a tRPC procedure over HTTP with the page's cookies, as a browser would. */
-export async function callTrpc(page: Page, procedure: string, input: unknown, kind: "query" | "mutation") {
+/**
+ * Calls a tRPC procedure over HTTP: with a page's cookies, as a browser would, or through a
+ * request context (an agent's, with its bearer token).
+ */
+export async function callTrpc(
+  client: Page | APIRequestContext,
+  procedure: string,
+  input: unknown,
+  kind: "query" | "mutation",
+) {
+  const request = "request" in client ? client.request : client;
   const response =
     kind === "query"
-      ? await page.request.get(`/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
-      : await page.request.post(`/api/trpc/${procedure}`, { data: { json: input } });
+      ? await request.get(`/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
+      : await request.post(`/api/trpc/${procedure}`, { data: { json: input } });
   const body = (await response.json()) as {
     result?: { data: { json: unknown } };
     error?: { json: { message: string; data: { code: string; httpStatus: number; strata: { code: string } | null } } };

@@ -1,0 +1,134 @@
+// The quick start's promise, end to end: one `strata serve` runs the dashboard, the API and a
+// worker. An agent asks it over HTTP to capture a dirty checkout and then to restore that
+// capture into a new directory; the worker inside the server does both.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect, test, request as requests, type APIRequestContext } from "@playwright/test";
+import { callTrpc } from "./fixtures.ts";
+
+// As in playwright.config.ts.
+const WORKER_URL = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3210) + 1}`;
+const WORKER_DATA_DIR = ".strata-e2e-worker";
+const WORKER_HOST = "e2e-worker-host";
+
+function git(cwd: string, args: string[]): string {
+  return execFileSync("git", args, {
+    cwd,
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: "e2e",
+      GIT_AUTHOR_EMAIL: "e2e@example.invalid",
+      GIT_COMMITTER_NAME: "e2e",
+      GIT_COMMITTER_EMAIL: "e2e@example.invalid",
+    },
+  });
+}
+
+interface JobView {
+  id: string;
+  state: string;
+  result: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+}
+
+async function call(agent: APIRequestContext, procedure: string, input: unknown, kind: "query" | "mutation") {
+  const { status, result, error } = await callTrpc(agent, procedure, input, kind);
+  expect(error, `${procedure} answered ${status}`).toBeUndefined();
+  return result;
+}
+
+/** Follows a job until it ends; its progress moves through the worker's steps meanwhile. */
+async function finished(agent: APIRequestContext, jobId: string): Promise<JobView> {
+  let job: JobView | null = null;
+  await expect
+    .poll(
+      async () => {
+        job = (await call(agent, "job.get", { jobId }, "query")) as JobView;
+        return ["completed", "failed", "cancelled"].includes(job.state);
+      },
+      { timeout: 60_000, intervals: [250] },
+    )
+    .toBe(true);
+  return job!;
+}
+
+test.describe("strata serve runs jobs with its own worker", () => {
+  let work: string;
+  let agent: APIRequestContext;
+
+  test.beforeAll(async () => {
+    const created = JSON.parse(
+      execFileSync(process.execPath, ["cli/strata.mjs", "agent", "create", "e2e-worker-agent", "--json"], {
+        encoding: "utf8",
+        env: { ...process.env, STRATA_DATA_DIR: WORKER_DATA_DIR },
+      }),
+    ) as { token: string };
+    agent = await requests.newContext({
+      baseURL: WORKER_URL,
+      extraHTTPHeaders: { Authorization: `Bearer ${created.token}` },
+    });
+    work = mkdtempSync(path.join(tmpdir(), "strata-e2e-worker-"));
+  });
+
+  test.afterAll(async () => {
+    await agent?.dispose();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  test("captures a dirty checkout, then restores it into a new directory", async () => {
+    const repo = path.join(work, "checkout");
+    mkdirSync(path.join(repo, "src"), { recursive: true });
+    git(repo, ["init", "--quiet", "--initial-branch=main"]);
+    writeFileSync(path.join(repo, "README.md"), "# e2e\n");
+    writeFileSync(path.join(repo, "src", "main.txt"), "one\ntwo\n");
+    git(repo, ["add", "-A"]);
+    git(repo, ["commit", "--quiet", "-m", "first"]);
+    writeFileSync(path.join(repo, "src", "main.txt"), "one\ntwo\nthree (uncommitted)\n");
+    writeFileSync(path.join(repo, "notes.txt"), "untracked notes\n");
+
+    const key = {
+      repository: { identity: "example.invalid/e2e/worker" },
+      backendKind: "local",
+      baseImage: "e2e-image",
+      workContextId: "e2e-worker-task",
+    };
+    const capture = (await call(agent, "job.enqueueCapture", { host: WORKER_HOST, dir: repo, key }, "mutation")) as {
+      id: string;
+    };
+    const captured = await finished(agent, capture.id);
+    expect(captured.error).toBeNull();
+    expect(captured).toMatchObject({ state: "completed", result: { outcome: "appended" } });
+    const snapshotId = captured.result!.snapshotId as string;
+
+    const into = path.join(work, "restored");
+    const { plan, job } = (await call(
+      agent,
+      "job.enqueueRestore",
+      {
+        repository: key.repository,
+        backendKind: key.backendKind,
+        baseImage: key.baseImage,
+        canonicalRef: "refs/heads/main",
+        workContextId: key.workContextId,
+        workspace: into,
+        host: WORKER_HOST,
+      },
+      "mutation",
+    )) as { plan: { rung: string; snapshot: { id: string } | null }; job: { id: string } | null };
+    expect(plan.rung).toBe("checkpoint");
+    expect(plan.snapshot?.id).toBe(snapshotId);
+    const restored = await finished(agent, job!.id);
+    expect(restored.error).toBeNull();
+    expect(restored).toMatchObject({ state: "completed", result: { outcome: "restored", path: into } });
+
+    // The new directory holds the checkout as it was: the commit, the uncommitted change and
+    // the untracked file, to the same tree.
+    expect(readFileSync(path.join(into, "src", "main.txt"), "utf8")).toBe("one\ntwo\nthree (uncommitted)\n");
+    expect(readFileSync(path.join(into, "notes.txt"), "utf8")).toBe("untracked notes\n");
+    expect(git(into, ["rev-parse", "HEAD"])).toBe(git(repo, ["rev-parse", "HEAD"]));
+    expect(git(into, ["branch", "--show-current"]).trim()).toBe("main");
+  });
+});
