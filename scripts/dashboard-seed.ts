@@ -146,7 +146,7 @@ class WorkContext {
       uuid: randomUUID(),
       parentUuid: this.patches.at(-1)?.uuid ?? null,
       kind: "patch",
-      ...(await store(db, bytes)),
+      ...(await store(db, bytes, this.who.scope)),
     };
     this.patches.push(patch);
     const record: CaptureManifest = {
@@ -191,7 +191,7 @@ class WorkContext {
       uuid: randomUUID(),
       parentUuid: null,
       kind: "manifest",
-      ...(await store(db, canonicalManifestBytes(record))),
+      ...(await store(db, canonicalManifestBytes(record), this.who.scope)),
     };
     await publishSnapshot(db, {
       snapshotId: this.head!,

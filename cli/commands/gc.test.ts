@@ -19,10 +19,10 @@ describeEachDatabase("strata gc", (catalog) => {
   it("releases heads, collects, refuses to run again before the interval, and lists runs", async () => {
     const db = catalog().db;
     const owner = await createOwner(db);
-    const manifest = (await storeBytes(db, "cli manifest")).digest;
+    const manifest = (await storeBytes(db, "cli manifest", owner)).digest;
     const keeper = await createCapturingSnapshot(db, owner);
     await publishSnapshot(db, { snapshotId: keeper, manifestDigest: manifest, layers: [], heads: [] });
-    const layer = await storedLayer(db, {});
+    const layer = await storedLayer(db, { owner });
     const s = await createCapturingSnapshot(db, owner);
     await publishSnapshot(db, { snapshotId: s, manifestDigest: manifest, layers: [layer], heads: [layer.uuid] });
     await retireSnapshot(db, { snapshotId: s, actor: { type: "system" } });

@@ -9,13 +9,19 @@
 // Collection (gc.ts) deletes a stored blob only when nothing references it and it was stored
 // or last reused longer ago than the grace window: a digest the server already has is
 // "reused" when an upload or a `missing` query names it, which restarts its grace window.
+//
+// Bytes are stored once, but an agent only gets at the digests granted to it (blob_grants): a
+// grant is given when the agent's upload of the bytes was verified, or when the server stored
+// them on the agent's behalf. Reading a blob over HTTP, `missing` reporting it present and
+// publishing it all need the grant, so knowing a digest reveals nothing about another agent's
+// content. Server-side reads of a snapshot the caller already proved it owns do not ask.
 import { createHash, randomUUID } from "node:crypto";
 import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { BLOB_ROW_BYTES, blobDigestSchema } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
-import { dbNow, dialect } from "./content-sql.ts";
+import { dbNow, dialect, slices, toNumber } from "./content-sql.ts";
 
 /** Bytes as they arrive: a web stream (a Request body) or any async iterable (a Node stream). */
 export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
@@ -27,13 +33,22 @@ export interface PutBlobOptions {
   /** Refuse bodies larger than this (BLOB_TOO_LARGE). */
   maxBytes?: number;
   signal?: AbortSignal;
+  /**
+   * The agent the bytes are stored for: once they are verified it is granted the digest. Null
+   * stores them for no agent (tests and tools that act for nobody): nobody is granted.
+   */
+  grantTo: string | null;
 }
 
 export interface PutBlobResult {
   digest: string;
   sizeBytes: number;
   chunkCount: number;
-  /** False when the digest was already stored: the upload was verified and discarded. */
+  /**
+   * True when the bytes are new for the agent: it had no grant of the digest before (with
+   * `grantTo: null`, when the bytes were not stored before). When false the upload was verified
+   * and discarded. Whether another agent stored the same bytes never shows here.
+   */
   created: boolean;
 }
 
@@ -140,8 +155,56 @@ async function touchStored(db: Db, digests: readonly string[]): Promise<number> 
 }
 
 /**
- * Stores a blob from a stream. Verifies the digest before anything becomes visible; a digest
- * already stored only restarts its grace window (the body is still read and verified).
+ * Grants `agentId` a digest unless it has it; true when the grant is new. The caller holds the
+ * stored blob row locked, so collection cannot delete the blob (and its grants) in between.
+ */
+async function grantBlob(tx: Db, agentId: string, digest: string, now: Date): Promise<boolean> {
+  const sql = dialect(tx);
+  const added = await tx.$executeRawUnsafe(
+    `INSERT INTO blob_grants (agent_id, digest, created_at) VALUES (${sql.p(1)}, ${sql.p(2)}, ${sql.p(3)}) ` +
+      `ON CONFLICT DO NOTHING`,
+    agentId,
+    digest,
+    now,
+  );
+  return added === 1;
+}
+
+/** Whether the upload is new for its agent (or, stored for nobody, whether the bytes were new). */
+async function newForUploader(
+  tx: Db,
+  grantTo: string | null,
+  digest: string,
+  now: Date,
+  bytesWereNew: boolean,
+): Promise<boolean> {
+  return grantTo === null ? bytesWereNew : grantBlob(tx, grantTo, digest, now);
+}
+
+/**
+ * Inside a transaction: locks the stored copy of a digest against collection, restarts its
+ * grace window and grants it to the uploader. Null when no copy is stored.
+ */
+async function claimStored(
+  tx: Db,
+  digest: string,
+  grantTo: string | null,
+): Promise<{ chunkCount: number; created: boolean } | null> {
+  const sql = dialect(tx);
+  const [stored] = await tx.$queryRawUnsafe<{ id: string; chunk_count: number | bigint }[]>(
+    `SELECT id, chunk_count FROM blobs WHERE digest = ${sql.p(1)} AND state = 'stored'${sql.lock("update")}`,
+    digest,
+  );
+  if (!stored) return null;
+  const now = await dbNow(tx);
+  await tx.blob.update({ where: { id: stored.id }, data: { lastReusedAt: now } });
+  return { chunkCount: toNumber(stored.chunk_count), created: await newForUploader(tx, grantTo, digest, now, false) };
+}
+
+/**
+ * Stores a blob from a stream and grants it to `grantTo`. Verifies the digest before anything
+ * becomes visible or granted; a digest already stored only restarts its grace window (the body
+ * is still read and verified, so a grant always proves the agent had the bytes).
  * Call it with the client, not inside a transaction: it writes one chunk per statement.
  */
 export async function putBlob(db: Db, opts: PutBlobOptions): Promise<PutBlobResult> {
@@ -179,7 +242,7 @@ export async function putBlob(db: Db, opts: PutBlobOptions): Promise<PutBlobResu
     }
     const actual = hash.digest("hex");
     if (actual !== digest) throw corrupt(digest, actual, sizeBytes);
-    return await finishUpload(db, { id, digest, sizeBytes, chunkCount: seq });
+    return await finishUpload(db, { id, digest, sizeBytes, chunkCount: seq }, opts.grantTo);
   } catch (error) {
     // Leave nothing behind; if even this fails, collection reclaims the abandoned upload.
     await db.blob.deleteMany({ where: { id, state: "uploading" } }).catch(() => undefined);
@@ -202,34 +265,36 @@ async function verifyKnownUpload(
   }
   const actual = hash.digest("hex");
   if (actual !== digest) throw corrupt(digest, actual, sizeBytes);
-  // Touch again: the stored copy must still be there when we say it is.
-  if ((await touchStored(db, [digest])) !== 1) {
+  // Touch again: the stored copy must still be there when we say it is (and when we grant it).
+  const claimed = await inTransaction(db, (tx) => claimStored(tx, digest, opts.grantTo));
+  if (!claimed) {
     throw new StrataError("BLOB_MISSING", `Blob ${digest} was collected while the upload was read.`, {
       hint: "Upload it again.",
       retryable: true,
     });
   }
-  const info = await statBlob(db, digest);
-  return { digest, sizeBytes, chunkCount: info?.chunkCount ?? 0, created: false };
+  return { digest, sizeBytes, chunkCount: claimed.chunkCount, created: claimed.created };
 }
 
 async function finishUpload(
   db: Db,
   upload: { id: string; digest: string; sizeBytes: number; chunkCount: number },
+  grantTo: string | null,
 ): Promise<PutBlobResult> {
-  const sql = dialect(db);
+  const done = (created: boolean): PutBlobResult => ({
+    digest: upload.digest,
+    sizeBytes: upload.sizeBytes,
+    chunkCount: upload.chunkCount,
+    created,
+  });
   return inTransaction(db, async (tx) => {
-    const now = await dbNow(tx);
-    // Lock a stored copy (if any) against collection while we decide.
-    const [stored] = await tx.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM blobs WHERE digest = ${sql.p(1)} AND state = 'stored'${sql.lock("update")}`,
-      upload.digest,
-    );
-    if (stored) {
-      await tx.blob.update({ where: { id: stored.id }, data: { lastReusedAt: now } });
+    // A stored copy (if any) is locked against collection while we decide.
+    const reused = await claimStored(tx, upload.digest, grantTo);
+    if (reused) {
       await tx.blob.deleteMany({ where: { id: upload.id, state: "uploading" } });
-      return { digest: upload.digest, sizeBytes: upload.sizeBytes, chunkCount: upload.chunkCount, created: false };
+      return done(reused.created);
     }
+    const now = await dbNow(tx);
     try {
       const promoted = await tx.blob.updateMany({
         where: { id: upload.id, state: "uploading" },
@@ -247,7 +312,8 @@ async function finishUpload(
       if (isUniqueViolation(error)) throw new RetryTransaction("digest stored concurrently");
       throw error;
     }
-    return { digest: upload.digest, sizeBytes: upload.sizeBytes, chunkCount: upload.chunkCount, created: true };
+    // The promoted row is ours and uncommitted: collection cannot see it before the grant.
+    return done(await newForUploader(tx, grantTo, upload.digest, now, true));
   });
 }
 
@@ -298,16 +364,28 @@ export async function* readBlob(db: Db, info: BlobInfo): AsyncGenerator<Uint8Arr
   }
 }
 
+/** Whether the agent holds a grant of the digest (stored or not). */
+async function hasGrant(db: Db, agentId: string, digest: string): Promise<boolean> {
+  const grant = await db.blobGrant.findUnique({
+    where: { agentId_digest: { agentId, digest } },
+    select: { digest: true },
+  });
+  return grant !== null;
+}
+
 /**
- * Opens a stored blob for streaming: BLOB_MISSING before any byte when it is not stored.
+ * Opens a stored blob granted to `agentId` for streaming: BLOB_MISSING before any byte when it
+ * is not stored or not granted (the same error, so an agent cannot tell the two apart).
  * The stream pulls one chunk at a time, so a slow reader holds at most one chunk.
  */
 export async function openBlob(
   db: Db,
   digest: string,
+  agentId: string,
 ): Promise<{ info: BlobInfo; stream: ReadableStream<Uint8Array> }> {
-  const info = await statBlob(db, digest);
-  if (!info) throw missingBlob(parseDigest(digest));
+  const wanted = parseDigest(digest);
+  const info = (await hasGrant(db, agentId, wanted)) ? await statBlob(db, wanted) : null;
+  if (!info) throw missingBlob(wanted);
   const chunks = readBlob(db, info);
   const stream = new ReadableStream<Uint8Array>(
     {
@@ -330,18 +408,21 @@ export async function openBlob(
 }
 
 /**
- * The digests the server does not have stored, in the order asked. The ones it has get their
- * grace window restarted, so a client that skips uploading them can still publish them.
+ * The digests `agentId` would have to upload, in the order asked: all but the stored ones
+ * granted to it (another agent's copy counts as missing). The present ones get their grace
+ * window restarted, so a client that skips uploading them can still publish them.
  */
-export async function missingBlobs(db: Db, digests: readonly string[]): Promise<string[]> {
+export async function missingBlobs(db: Db, agentId: string, digests: readonly string[]): Promise<string[]> {
   const wanted = [...new Set(digests.map(parseDigest))];
   if (wanted.length === 0) return [];
   const present = new Set<string>();
-  for (let i = 0; i < wanted.length; i += 1000) {
-    const slice = wanted.slice(i, i + 1000);
-    await touchStored(db, slice);
+  for (const slice of slices(wanted, 1000)) {
+    const granted = (
+      await db.blobGrant.findMany({ where: { agentId, digest: { in: slice } }, select: { digest: true } })
+    ).map((g) => g.digest);
+    await touchStored(db, granted);
     const rows = await db.blob.findMany({
-      where: { state: "stored", digest: { in: slice } },
+      where: { state: "stored", digest: { in: granted } },
       select: { digest: true },
     });
     for (const row of rows) present.add(row.digest);

@@ -65,9 +65,9 @@ async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
 /** The catalog in this process's database, acting as one agent. */
 export function localCatalog(db: Db, agent: AgentScope): CatalogPort {
   return {
-    missingBlobs: (digests) => missingBlobs(db, digests),
+    missingBlobs: (digests) => missingBlobs(db, agent.agentId, digests),
     async putBlob(digest, bytes) {
-      await putBlob(db, { digest, body: once(bytes) });
+      await putBlob(db, { digest, body: once(bytes), grantTo: agent.agentId });
     },
     async lineageHeadId(key) {
       const head = await db.snapshot.findFirst({

@@ -26,7 +26,7 @@ describeEachDatabase("seed 004 worked example", (catalog) => {
     // Bytes first (a publish only references stored blobs): five artifacts, three manifests.
     const blob: Record<string, { digest: string; sizeBytes: number }> = {};
     for (const label of ["A", "B", "C", "D", "M", "mf0", "mf1", "mf2"]) {
-      blob[label] = await storeBytes(db, `${label}: bytes of ${label} (${randomUUID()})`);
+      blob[label] = await storeBytes(db, `${label}: bytes of ${label} (${randomUUID()})`, owner);
       name(blob[label]!.digest, label.startsWith("mf") ? label : `d${label}`);
     }
     const uuid: Record<string, string> = {};

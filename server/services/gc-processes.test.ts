@@ -75,7 +75,7 @@ describeEachDatabase("collection in separate processes", (catalog) => {
 
   beforeAll(async () => {
     owner = await createOwner(db());
-    manifest = (await storeBytes(db(), "process test manifest")).digest;
+    manifest = (await storeBytes(db(), "process test manifest", owner)).digest;
     const keeper = await createCapturingSnapshot(db(), owner);
     await publishSnapshot(db(), { snapshotId: keeper, manifestDigest: manifest, layers: [], heads: [] });
   });
@@ -83,7 +83,7 @@ describeEachDatabase("collection in separate processes", (catalog) => {
   /** Work for every phase: a retired snapshot's heads, a dead chain of 24 and loose blobs. */
   async function garbage(): Promise<{ dead: LayerDescriptor[]; live: LayerDescriptor[]; loose: string[] }> {
     const live: LayerDescriptor[] = [];
-    for (let i = 0; i < 3; i += 1) live.push(await storedLayer(db(), { parentUuid: live.at(-1)?.uuid ?? null }));
+    for (let i = 0; i < 3; i += 1) live.push(await storedLayer(db(), { owner, parentUuid: live.at(-1)?.uuid ?? null }));
     const keep = await createCapturingSnapshot(db(), owner);
     await publishSnapshot(db(), {
       snapshotId: keep,
@@ -93,7 +93,7 @@ describeEachDatabase("collection in separate processes", (catalog) => {
     });
     const dead: LayerDescriptor[] = [];
     for (let i = 0; i < 24; i += 1) {
-      dead.push(await storedLayer(db(), { parentUuid: dead.at(-1)?.uuid ?? live[0]!.uuid }));
+      dead.push(await storedLayer(db(), { owner, parentUuid: dead.at(-1)?.uuid ?? live[0]!.uuid }));
     }
     const doomed = await createCapturingSnapshot(db(), owner);
     await publishSnapshot(db(), {

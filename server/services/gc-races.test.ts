@@ -43,7 +43,7 @@ describeEachDatabase("collection races", (catalog) => {
 
   beforeAll(async () => {
     owner = await createOwner(db());
-    manifest = (await storeBytes(db(), "race manifest")).digest;
+    manifest = (await storeBytes(db(), "race manifest", owner)).digest;
     // A ready snapshot names the manifest, so zero-grace collections keep it throughout.
     const keeper = await createCapturingSnapshot(db(), owner);
     await publishSnapshot(db(), { snapshotId: keeper, manifestDigest: manifest, layers: [], heads: [] });
@@ -57,8 +57,8 @@ describeEachDatabase("collection races", (catalog) => {
 
   /** A → B published by a snapshot that is then retired with its heads released: both are garbage. */
   async function deadPrefix(): Promise<[LayerDescriptor, LayerDescriptor]> {
-    const a = await storedLayer(db(), {});
-    const b = await storedLayer(db(), { parentUuid: a.uuid });
+    const a = await storedLayer(db(), { owner });
+    const b = await storedLayer(db(), { owner, parentUuid: a.uuid });
     const s = await publish([a, b], [b.uuid]);
     await retireSnapshot(db(), { snapshotId: s, actor: { type: "system" } });
     await releaseRetiredHeads(db(), { snapshotIds: [s] });
@@ -89,7 +89,7 @@ describeEachDatabase("collection races", (catalog) => {
     const seen = new Set<string>();
     for (let round = 0; round < 10; round += 1) {
       const [a, b] = await deadPrefix();
-      const c = await storedLayer(db(), { parentUuid: b.uuid });
+      const c = await storedLayer(db(), { owner, parentUuid: b.uuid });
       const target = await createCapturingSnapshot(db(), owner);
       const [published] = await Promise.allSettled([
         publishSnapshot(db(), { snapshotId: target, manifestDigest: manifest, layers: [b, c], heads: [c.uuid] }),
@@ -106,7 +106,7 @@ describeEachDatabase("collection races", (catalog) => {
 
   it("a publish holding its transaction open keeps its prefix from a collection that runs meanwhile", async () => {
     const [a, b] = await deadPrefix();
-    const c = await storedLayer(db(), { parentUuid: b.uuid });
+    const c = await storedLayer(db(), { owner, parentUuid: b.uuid });
     const target = await createCapturingSnapshot(db(), owner);
     const published = latch();
     const held = inTransaction(db(), async (tx) => {
@@ -126,7 +126,7 @@ describeEachDatabase("collection races", (catalog) => {
 
   it("a collection holding its mark transaction open makes a publish onto that prefix fail cleanly", async () => {
     const [a, b] = await deadPrefix();
-    const c = await storedLayer(db(), { parentUuid: b.uuid });
+    const c = await storedLayer(db(), { owner, parentUuid: b.uuid });
     const target = await createCapturingSnapshot(db(), owner);
     let marking!: () => void;
     const inside = new Promise<void>((resolve) => (marking = resolve));
@@ -229,7 +229,7 @@ describeEachDatabase("collection races", (catalog) => {
       const bytes = randomBytes(700_000);
       const digest = sha256(bytes);
       const [put, run] = await Promise.all([
-        putBlob(db(), { digest, body: slowBody(bytes) }),
+        putBlob(db(), { digest, body: slowBody(bytes), grantTo: owner.agentId }),
         collectGarbage(db(), { force: true }),
       ]);
       expect(put.created).toBe(true);
@@ -251,9 +251,12 @@ describeEachDatabase("collection races", (catalog) => {
     for (let round = 0; round < 4; round += 1) {
       const bytes = randomBytes(300_000);
       const digest = sha256(bytes);
-      await putBlob(db(), { digest, body: slowBody(bytes) });
+      await putBlob(db(), { digest, body: slowBody(bytes), grantTo: owner.agentId });
       await ageBlobs(db(), 2 * HOUR, [digest]);
-      await Promise.all([putBlob(db(), { digest, body: slowBody(bytes) }), collectGarbage(db(), { force: true })]);
+      await Promise.all([
+        putBlob(db(), { digest, body: slowBody(bytes), grantTo: owner.agentId }),
+        collectGarbage(db(), { force: true }),
+      ]);
       expect(await db().blob.count({ where: { digest, state: "stored" } })).toBe(1);
     }
     expect(await consistencyViolations(db(), { hashBlobs: true })).toEqual([]);
@@ -264,7 +267,10 @@ describeEachDatabase("collection races", (catalog) => {
       const bytes = randomBytes(600_000);
       const digest = sha256(bytes);
       // The upload itself always completes: an upload in progress is not reclaimed.
-      const [put] = await Promise.all([putBlob(db(), { digest, body: slowBody(bytes) }), collect()]);
+      const [put] = await Promise.all([
+        putBlob(db(), { digest, body: slowBody(bytes), grantTo: owner.agentId }),
+        collect(),
+      ]);
       expect(put.sizeBytes).toBe(bytes.byteLength);
       expect(await consistencyViolations(db(), { hashBlobs: true })).toEqual([]);
       await collect();
@@ -304,7 +310,7 @@ describeEachDatabase("collection races", (catalog) => {
         if (roll < 0.4) {
           // Extend a random existing layer (maybe one being collected) or start a chain.
           const parent = Math.random() < 0.7 ? pick(live) : undefined;
-          const fresh = await storedLayer(db(), { parentUuid: parent ?? null });
+          const fresh = await storedLayer(db(), { owner, parentUuid: parent ?? null });
           const id = await publish([fresh], [fresh.uuid]);
           live.push(fresh.uuid);
           snapshots.push(id);

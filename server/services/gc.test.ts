@@ -12,6 +12,7 @@ import {
   type CollectOptions,
   type CollectResult,
 } from "./gc.ts";
+import { putBlob } from "./blobs.ts";
 import { publishSnapshot } from "./layers.ts";
 import { pinSnapshot, releasePin } from "./pins.ts";
 import { retireSnapshot } from "./retirement.ts";
@@ -48,7 +49,7 @@ describeEachDatabase("garbage collection", (catalog) => {
   async function chain(length: number, parentUuid: string | null = null): Promise<LayerDescriptor[]> {
     const out: LayerDescriptor[] = [];
     for (let i = 0; i < length; i += 1) {
-      out.push(await storedLayer(db(), { parentUuid: out.at(-1)?.uuid ?? parentUuid }));
+      out.push(await storedLayer(db(), { owner, parentUuid: out.at(-1)?.uuid ?? parentUuid }));
     }
     return out;
   }
@@ -68,12 +69,12 @@ describeEachDatabase("garbage collection", (catalog) => {
 
   beforeAll(async () => {
     owner = await createOwner(db());
-    manifest = (await storeBytes(db(), "gc test manifest")).digest;
+    manifest = (await storeBytes(db(), "gc test manifest", owner)).digest;
   });
 
   it("collects a dead branch whole and keeps the shared prefix that a live head reaches", async () => {
     const [a, b] = await chain(2);
-    const live = await storedLayer(db(), { parentUuid: b!.uuid });
+    const live = await storedLayer(db(), { owner, parentUuid: b!.uuid });
     const dead = await chain(3, a!.uuid);
     await publish([a!, b!, live], [live.uuid]);
     const doomed = await publish([a!, ...dead], [dead.at(-1)!.uuid]);
@@ -155,6 +156,36 @@ describeEachDatabase("garbage collection", (catalog) => {
     expect(await db().blobChunk.count({ where: { blob: { digest: loose.digest } } })).toBe(0);
   });
 
+  it("deletes a digest's grants with its bytes, and keeps the grants of bytes it keeps", async () => {
+    const other = await createOwner(db());
+    const grantsOf = async (digests: string[]) =>
+      Promise.all(digests.map((digest) => db().blobGrant.count({ where: { digest } })));
+    // A layer's bytes both agents uploaded, deleted with the layer when its snapshot goes.
+    const [dead] = await chain(1);
+    const deadBytes = await blobBytes(dead!.digest);
+    await storeBytes(db(), deadBytes, other);
+    const doomed = await publish([dead!], [dead!.uuid]);
+    // An upload nothing references (deleted past its grace window), and a live layer's bytes.
+    const looseBytes = Buffer.from(`loose ${randomUUID()}`);
+    const loose = await storeBytes(db(), looseBytes, other);
+    const [live] = await chain(1);
+    await publish([live!], [live!.uuid]);
+    await retireSnapshot(db(), { snapshotId: doomed, actor: { type: "system" } });
+    const digests = [dead!.digest, loose.digest, live!.digest];
+    expect(await grantsOf(digests)).toEqual([2, 1, 1]);
+
+    expect((await collectNow()).status).toBe("finished");
+    expect(await stored(digests)).toEqual([false, false, true]);
+    expect(await grantsOf(digests)).toEqual([0, 0, 1]);
+
+    // So the bytes uploaded again are new for their agent again.
+    const body = (async function* () {
+      yield looseBytes;
+    })();
+    expect((await putBlob(db(), { digest: loose.digest, body, grantTo: other.agentId })).created).toBe(true);
+    expect(await grantsOf([loose.digest])).toEqual([1]);
+  });
+
   async function blobBytes(digest: string): Promise<Buffer> {
     const row = await db().blob.findFirstOrThrow({
       where: { digest },
@@ -164,7 +195,7 @@ describeEachDatabase("garbage collection", (catalog) => {
   }
 
   it("keeps bytes another layer, a manifest or a snapshot's blob list still names", async () => {
-    const shared = await storeBytes(db(), `shared ${randomUUID()}`);
+    const shared = await storeBytes(db(), `shared ${randomUUID()}`, owner);
     const one: LayerDescriptor = { uuid: randomUUID(), parentUuid: null, ...shared, kind: "patch" };
     const two: LayerDescriptor = { uuid: randomUUID(), parentUuid: null, ...shared, kind: "bundle" };
     const dying = await publish([one], [one.uuid]);
@@ -175,7 +206,7 @@ describeEachDatabase("garbage collection", (catalog) => {
     expect(await stored([shared.digest])).toEqual([true]);
 
     // A manifest blob stays while its snapshot is not deleted, whatever its age.
-    const ownManifest = await storeBytes(db(), `manifest ${randomUUID()}`);
+    const ownManifest = await storeBytes(db(), `manifest ${randomUUID()}`, owner);
     const s = await createCapturingSnapshot(db(), owner);
     await publishSnapshot(db(), { snapshotId: s, manifestDigest: ownManifest.digest, layers: [], heads: [] });
     await retireSnapshot(db(), { snapshotId: s, actor: { type: "system" } });

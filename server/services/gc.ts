@@ -20,6 +20,7 @@
 //     else still needs them) and they become deleted. A marked layer's parent is examined
 //     next, so whole dead branches go in one run;
 //  5. unreferenced blobs past the grace window, and uploads abandoned for a day, are deleted.
+// Whenever a stored blob is deleted, the agents' grants of its digest go in the same transaction.
 // A publish that reuses a layer locks it FOR SHARE and needs it `available`, so a layer is
 // either kept (the publish's lock or its committed child is seen) or the publish is refused.
 //
@@ -335,6 +336,14 @@ async function deleteUnneededBlobs(
   if (doomed.length === 0) return { blobsDeleted: 0, bytesFreed: 0 };
   // Chunks go with their blob (ON DELETE CASCADE).
   const deleted = await tx.blob.deleteMany({ where: { id: { in: doomed.map((b) => b.id) }, state: "stored" } });
+  // Grants go with the bytes: a later upload of the same digest must be new for every agent
+  // again, and proves possession anew. The digest column is indexed for this.
+  const gone = [...new Set(doomed.map((b) => b.digest))];
+  await tx.$executeRawUnsafe(
+    `DELETE FROM blob_grants WHERE digest IN ${sql.list(gone.length)} ` +
+      `AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.digest = blob_grants.digest AND b.state = 'stored')`,
+    ...gone,
+  );
   return { blobsDeleted: deleted.count, bytesFreed: doomed.reduce((sum, b) => sum + Number(b.sizeBytes), 0) };
 }
 

@@ -58,15 +58,15 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
 
   beforeAll(async () => {
     owner = await createOwner(catalog().db);
-    manifest = (await storeBytes(catalog().db, "manifest of the layer tests")).digest;
+    manifest = (await storeBytes(catalog().db, "manifest of the layer tests", owner)).digest;
   });
 
   it("publishes a snapshot's layers, heads and manifest at once (capturing → ready)", async () => {
     const db = catalog().db;
     const s0 = await capturing();
-    const a = await storedLayer(db, {});
-    const b = await storedLayer(db, { parentUuid: a.uuid });
-    const m = await storedLayer(db, { kind: "memory" });
+    const a = await storedLayer(db, { owner });
+    const b = await storedLayer(db, { owner, parentUuid: a.uuid });
+    const m = await storedLayer(db, { owner, kind: "memory" });
     const result = await publishSnapshot(db, {
       snapshotId: s0,
       manifestDigest: manifest,
@@ -108,8 +108,8 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     const s = await capturing();
     // As baseline.publish / checkpoint.append leave it: ready, a manifest reference, no heads.
     await db.snapshot.update({ where: { id: s }, data: { state: "ready", manifestDigest: "f".repeat(64) } });
-    const a = await storedLayer(db, {});
-    const b = await storedLayer(db, { parentUuid: a.uuid });
+    const a = await storedLayer(db, { owner });
+    const b = await storedLayer(db, { owner, parentUuid: a.uuid });
     const wrongManifest = await errorOf(
       publishSnapshot(db, { snapshotId: s, manifestDigest: manifest, layers: [a, b], heads: [b.uuid] }),
     );
@@ -128,13 +128,13 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
       heads: [b.uuid],
     });
     expect(again).toMatchObject({ alreadyPublished: true, layersWritten: 0 });
-    const other = await storedLayer(db, {});
+    const other = await storedLayer(db, { owner });
     const changed = await errorOf(publishSnapshot(db, { snapshotId: s, layers: [other], heads: [other.uuid] }));
     expect(isStrataError(changed, "CONFLICT")).toBe(true);
     // Also once superseded (a newer capture replaced it before its layers were registered).
     const later = await capturing();
     await db.snapshot.update({ where: { id: later }, data: { state: "superseded", manifestDigest: "e".repeat(64) } });
-    const c = await storedLayer(db, { parentUuid: b.uuid });
+    const c = await storedLayer(db, { owner, parentUuid: b.uuid });
     expect(await publishSnapshot(db, { snapshotId: later, layers: [b, c], heads: [c.uuid] })).toMatchObject({
       state: "superseded",
       layersWritten: 1,
@@ -147,15 +147,15 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
 
   it("reuses an existing prefix, checking the declared ancestors against their rows", async () => {
     const db = catalog().db;
-    const a = await storedLayer(db, {});
-    const b = await storedLayer(db, { parentUuid: a.uuid });
+    const a = await storedLayer(db, { owner });
+    const b = await storedLayer(db, { owner, parentUuid: a.uuid });
     await publishSnapshot(db, {
       snapshotId: await capturing(),
       manifestDigest: manifest,
       layers: [a, b],
       heads: [b.uuid],
     });
-    const c = await storedLayer(db, { parentUuid: b.uuid });
+    const c = await storedLayer(db, { owner, parentUuid: b.uuid });
     const before = await tableCounts(db);
     const result = await publishSnapshot(db, {
       snapshotId: await capturing(),
@@ -175,15 +175,15 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
 
   it("refuses to rebind an existing uuid to another parent, digest, size or kind (LAYER_CONFLICT)", async () => {
     const db = catalog().db;
-    const a = await storedLayer(db, {});
-    const b = await storedLayer(db, { parentUuid: a.uuid });
+    const a = await storedLayer(db, { owner });
+    const b = await storedLayer(db, { owner, parentUuid: a.uuid });
     await publishSnapshot(db, {
       snapshotId: await capturing(),
       manifestDigest: manifest,
       layers: [a, b],
       heads: [b.uuid],
     });
-    const other = await storedLayer(db, { content: "other bytes" });
+    const other = await storedLayer(db, { owner, content: "other bytes" });
     const variants: [string, LayerDescriptor][] = [
       ["parentUuid", { ...b, parentUuid: null }],
       ["digest", { ...b, digest: other.digest, sizeBytes: other.sizeBytes }],
@@ -192,7 +192,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     ];
     for (const [field, rebound] of variants) {
       const s = await capturing();
-      const c = await storedLayer(db, { parentUuid: b.uuid });
+      const c = await storedLayer(db, { owner, parentUuid: b.uuid });
       const before = await tableCounts(db);
       const error = await errorOf(
         publishSnapshot(db, { snapshotId: s, manifestDigest: manifest, layers: [rebound, c], heads: [c.uuid] }),
@@ -211,13 +211,13 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     const db = catalog().db;
     const s = await capturing();
     const before = await tableCounts(db);
-    const orphanParent = await storedLayer(db, { parentUuid: randomUUID() });
+    const orphanParent = await storedLayer(db, { owner, parentUuid: randomUUID() });
     const x = randomUUID();
     const y = randomUUID();
-    const loopX = await storedLayer(db, { uuid: x, parentUuid: y });
-    const loopY = await storedLayer(db, { uuid: y, parentUuid: x });
-    const top = await storedLayer(db, {});
-    const stray = await storedLayer(db, {});
+    const loopX = await storedLayer(db, { owner, uuid: x, parentUuid: y });
+    const loopY = await storedLayer(db, { owner, uuid: y, parentUuid: x });
+    const top = await storedLayer(db, { owner });
+    const stray = await storedLayer(db, { owner });
     const cases: [string, LayerDescriptor[], string[]][] = [
       ["unknown parent", [orphanParent], [orphanParent.uuid]],
       ["unknown head", [top], [top.uuid, randomUUID()]],
@@ -249,7 +249,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     );
     expect(isStrataError(missing, "BLOB_MISSING")).toBe(true);
     expect((missing as { data: { digests: string[] } }).data.digests).toEqual(["d".repeat(64)]);
-    const real = await storedLayer(db, {});
+    const real = await storedLayer(db, { owner });
     const wrongSize = await errorOf(
       publishSnapshot(db, {
         snapshotId: s,
@@ -268,12 +268,12 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
 
   it("refuses to reuse a layer collection is reclaiming (LAYER_UNAVAILABLE)", async () => {
     const db = catalog().db;
-    const a = await storedLayer(db, {});
+    const a = await storedLayer(db, { owner });
     await db.layer.create({
       data: { uuid: a.uuid, parentUuid: null, digest: a.digest, sizeBytes: BigInt(a.sizeBytes), kind: a.kind },
     });
     await db.layer.update({ where: { uuid: a.uuid }, data: { state: "deleting" } });
-    const child = await storedLayer(db, { parentUuid: a.uuid });
+    const child = await storedLayer(db, { owner, parentUuid: a.uuid });
     const asParent = await errorOf(
       publishSnapshot(db, {
         snapshotId: await capturing(),
@@ -295,9 +295,38 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     expect(isStrataError(again, "LAYER_UNAVAILABLE")).toBe(true);
   });
 
+  it("needs the snapshot's agent to hold grants of its new layers' bytes, not of layers it reuses by uuid", async () => {
+    const db = catalog().db;
+    const base = await storedLayer(db, { owner });
+    await publishSnapshot(db, {
+      snapshotId: await capturing(),
+      manifestDigest: manifest,
+      layers: [base],
+      heads: [base.uuid],
+    });
+    const other = await createOwner(db);
+    await storeBytes(db, "manifest of the layer tests", other);
+    const theirs = await createCapturingSnapshot(db, other);
+    // The owner's bytes under a new uuid are not the other agent's to publish.
+    const copy = { ...base, uuid: randomUUID() };
+    const before = await tableCounts(db);
+    const refused = await errorOf(publishLayers(db, { snapshotId: theirs, layers: [copy], heads: [copy.uuid] }));
+    expect(isStrataError(refused, "BLOB_MISSING") && refused.data).toEqual({ digests: [base.digest] });
+    expect(await tableCounts(db)).toEqual(before);
+    // A new layer of its own on top of the reused one is fine: the reused uuid is not asked about.
+    const top = await storedLayer(db, { owner: other, parentUuid: base.uuid });
+    const published = await publishSnapshot(db, {
+      snapshotId: theirs,
+      manifestDigest: manifest,
+      layers: [base, top],
+      heads: [top.uuid],
+    });
+    expect(published).toMatchObject({ state: "ready", layersWritten: 1, layersReused: 1 });
+  });
+
   it("publishes only to the caller's own, not yet retired snapshots", async () => {
     const db = catalog().db;
-    const layer = await storedLayer(db, {});
+    const layer = await storedLayer(db, { owner });
     const stranger = await createOwner(db);
     const theirs = await createCapturingSnapshot(db, stranger);
     const notMine = await errorOf(
@@ -324,8 +353,8 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
 
   it("lets concurrent publishes of the same new chain converge on one set of rows", async () => {
     const db = catalog().db;
-    const a = await storedLayer(db, {});
-    const b = await storedLayer(db, { parentUuid: a.uuid });
+    const a = await storedLayer(db, { owner });
+    const b = await storedLayer(db, { owner, parentUuid: a.uuid });
     const snapshots = await Promise.all(Array.from({ length: 6 }, () => capturing()));
     const results = await Promise.all(
       snapshots.map((id) =>
@@ -341,8 +370,8 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     const db = catalog().db;
     for (let round = 0; round < 5; round += 1) {
       const uuid = randomUUID();
-      const one = await storedLayer(db, { uuid, content: `one ${round}` });
-      const two = await storedLayer(db, { uuid, content: `two ${round}` });
+      const one = await storedLayer(db, { owner, uuid, content: `one ${round}` });
+      const two = await storedLayer(db, { owner, uuid, content: `two ${round}` });
       const [s1, s2] = [await capturing(), await capturing()];
       const outcomes = await Promise.allSettled([
         publishSnapshot(db, { snapshotId: s1, manifestDigest: manifest, layers: [one], heads: [uuid] }),
@@ -362,12 +391,12 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     async (k) => {
       const db = catalog().db;
       // One blob serves the whole chain: layers may share bytes.
-      const bytes = await storeBytes(db, `chain bytes ${k}`);
+      const bytes = await storeBytes(db, `chain bytes ${k}`, owner);
       const chain: LayerDescriptor[] = [];
       for (let i = 0; i < k; i += 1) {
         chain.push({ uuid: randomUUID(), parentUuid: chain.at(-1)?.uuid ?? null, ...bytes, kind: "patch" });
       }
-      const memoryLayer = await storedLayer(db, { kind: "memory" });
+      const memoryLayer = await storedLayer(db, { owner, kind: "memory" });
       await publishSnapshot(db, {
         snapshotId: await capturing(),
         manifestDigest: manifest,
@@ -376,7 +405,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
       });
 
       const top = chain.at(-1)!;
-      const fresh = await storedLayer(db, { parentUuid: top.uuid });
+      const fresh = await storedLayer(db, { owner, parentUuid: top.uuid });
       const target = await capturing();
       const h = 2;
       const before = await tableCounts(db);
@@ -413,7 +442,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
 
       // Declaring the whole chain changes what is checked, not what is written.
       const third = await capturing();
-      const fresh2 = await storedLayer(db, { parentUuid: top.uuid });
+      const fresh2 = await storedLayer(db, { owner, parentUuid: top.uuid });
       const before2 = await tableCounts(db);
       await publishSnapshot(db, {
         snapshotId: third,
@@ -430,7 +459,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
   it("keeps the catalog a forest whatever sequence of publishes is attempted (property)", async () => {
     const db = catalog().db;
     const pool = Array.from({ length: 8 }, () => randomUUID());
-    const blobs = await Promise.all([0, 1, 2].map((i) => storeBytes(db, `forest blob ${i}`)));
+    const blobs = await Promise.all([0, 1, 2].map((i) => storeBytes(db, `forest blob ${i}`, owner)));
     const descriptor = fc.record({
       uuid: fc.constantFrom(...pool),
       parent: fc.option(fc.constantFrom(...pool), { nil: null }),
@@ -492,7 +521,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     const db = catalog().db;
     const s = await capturing();
     await db.snapshot.update({ where: { id: s }, data: { state: "ready" } });
-    const layer = await storedLayer(db, {});
+    const layer = await storedLayer(db, { owner });
     const result = await inTransaction(db, (tx) =>
       publishLayers(tx, { snapshotId: s, layers: [layer], heads: [layer.uuid] }),
     );

@@ -78,17 +78,29 @@ async function selectLayers(tx: Db, uuids: readonly string[], lock: boolean): Pr
   return found;
 }
 
-/** Locks stored blobs FOR SHARE so collection cannot delete them under this transaction. */
-export async function lockStoredBlobs(tx: Db, digests: readonly string[]): Promise<Map<string, { sizeBytes: number }>> {
+/**
+ * Locks the stored blobs granted to `agentId` FOR SHARE, so collection cannot delete them under
+ * this transaction. A digest stored but not granted is left out, exactly like one not stored:
+ * an agent publishes only bytes it uploaded (or the server stored for it).
+ */
+export async function lockStoredBlobs(
+  tx: Db,
+  agentId: string,
+  digests: readonly string[],
+): Promise<Map<string, { sizeBytes: number }>> {
   const found = new Map<string, { sizeBytes: number }>();
   if (digests.length === 0) return found;
   const sql = dialect(tx);
   const sorted = [...new Set(digests)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
+    // The grant is tested in a subquery, so only the blob rows are locked. (Placeholders in
+    // text order: SQLite binds `?` by position.)
     const rows = await tx.$queryRawUnsafe<{ digest: string; size_bytes: bigint | number }[]>(
-      `SELECT digest, size_bytes FROM blobs WHERE state = 'stored' AND digest IN ${sql.list(slice.length)} ` +
-        `ORDER BY digest${sql.lock("share")}`,
+      `SELECT b.digest, b.size_bytes FROM blobs b WHERE b.state = 'stored' ` +
+        `AND EXISTS (SELECT 1 FROM blob_grants g WHERE g.agent_id = ${sql.p(1)} AND g.digest = b.digest) ` +
+        `AND b.digest IN ${sql.list(slice.length, 2)} ORDER BY b.digest${sql.lock("share")}`,
+      agentId,
       ...slice,
     );
     for (const row of rows) found.set(row.digest, { sizeBytes: toNumber(row.size_bytes) });
@@ -142,7 +154,8 @@ function refuseRebinds(declared: readonly LayerDescriptor[], existing: Map<strin
  * - a reused layer is being collected (LAYER_UNAVAILABLE);
  * - a parent or head is neither declared nor in the catalog, new layers form a cycle, or a
  *   new layer is under no head (INVALID_INPUT);
- * - a new layer's bytes are not stored (BLOB_MISSING) or have another size (INVALID_INPUT);
+ * - a new layer's bytes are not stored, or not granted to the snapshot's agent (BLOB_MISSING),
+ *   or have another size (INVALID_INPUT);
  * - the snapshot is retired (SNAPSHOT_RETIRED) or otherwise past publishing (CONFLICT).
  */
 export async function publishLayers(
@@ -154,19 +167,20 @@ export async function publishLayers(
   const heads = [...new Set(input.heads)];
 
   return inTransaction(db, async (tx) => {
-    await lockPublishableSnapshot(tx, opts.snapshotId);
-    return (await writeLayers(tx, opts.snapshotId, declared, heads)).result;
+    const snapshot = await lockPublishableSnapshot(tx, opts.snapshotId);
+    return (await writeLayers(tx, snapshot, declared, heads)).result;
   });
 }
 
 /**
  * The body of a publish, inside a transaction that holds the snapshot row: checks, locks and
- * writes. `alsoLock` are further stored blobs to hold FOR SHARE in the same statement (the
- * manifest); the caller checks their presence in the returned map.
+ * writes. New layers' blobs must be granted to the snapshot's agent. `alsoLock` are further
+ * stored blobs to hold FOR SHARE in the same statement (the manifest); the caller checks their
+ * presence in the returned map.
  */
 async function writeLayers(
   tx: Db,
-  snapshotId: string,
+  { id: snapshotId, agentId }: { id: string; agentId: string },
   declared: readonly LayerDescriptor[],
   heads: readonly string[],
   alsoLock: readonly string[] = [],
@@ -237,8 +251,9 @@ async function writeLayers(
     });
   }
 
-  // The bytes of every new layer must be stored, and stay stored until we commit.
-  const blobs = await lockStoredBlobs(tx, [...fresh.map((l) => l.digest), ...alsoLock]);
+  // The bytes of every new layer must be stored and granted to the agent, and stay stored until
+  // we commit. Reused layers are not asked: their uuids came from the agent's own snapshots.
+  const blobs = await lockStoredBlobs(tx, agentId, [...fresh.map((l) => l.digest), ...alsoLock]);
   const missing = [...new Set(fresh.map((l) => l.digest).filter((d) => !blobs.has(d)))];
   if (missing.length > 0) {
     throw new StrataError("BLOB_MISSING", `The bytes of ${missing.length} new layer(s) are not stored.`, {
@@ -309,7 +324,7 @@ async function writeLayers(
 async function lockPublishableSnapshot(
   tx: Db,
   snapshotId: string,
-): Promise<{ state: string; agentId: string; manifestDigest: string | null }> {
+): Promise<{ id: string; state: string; agentId: string; manifestDigest: string | null }> {
   const sql = dialect(tx);
   // Lock and read in one statement (FOR UPDATE: arbitrates with retirement and head release).
   const [found] = await tx.$queryRawUnsafe<{ state: string; agent_id: string; manifest_digest: string | null }[]>(
@@ -317,7 +332,7 @@ async function lockPublishableSnapshot(
     snapshotId,
   );
   if (!found) throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
-  const row = { state: found.state, agentId: found.agent_id, manifestDigest: found.manifest_digest };
+  const row = { id: snapshotId, state: found.state, agentId: found.agent_id, manifestDigest: found.manifest_digest };
   if (RETIRED_STATES.includes(row.state)) {
     throw new StrataError("SNAPSHOT_RETIRED", `Snapshot ${snapshotId} is ${row.state} and takes no new content.`);
   }
@@ -401,7 +416,7 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
         };
       }
       // Ready without content: register its layers and heads now.
-      const { result } = await writeLayers(tx, opts.snapshotId, input.layers, heads);
+      const { result } = await writeLayers(tx, snapshot, input.layers, heads);
       return {
         snapshotId: opts.snapshotId,
         state,
@@ -416,11 +431,7 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
         hint: "Upload the manifest as a blob and pass its sha256.",
       });
     }
-    const {
-      result: written,
-      blobs,
-      now,
-    } = await writeLayers(tx, opts.snapshotId, input.layers, heads, [manifestDigest]);
+    const { result: written, blobs, now } = await writeLayers(tx, snapshot, input.layers, heads, [manifestDigest]);
     if (!blobs.has(manifestDigest)) {
       throw new StrataError("BLOB_MISSING", `The manifest blob ${manifestDigest} is not stored.`, {
         hint: "Upload the manifest (PUT /api/blobs/<sha256>) before publishing.",

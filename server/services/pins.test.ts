@@ -43,13 +43,15 @@ describeEachDatabase("pins", (catalog) => {
   beforeAll(async () => {
     owner = await createOwner(db());
     stranger = await createOwner(db());
-    manifest = (await storeBytes(db(), "pins manifest")).digest;
+    manifest = (await storeBytes(db(), "pins manifest", owner)).digest;
   });
 
   /** A ready snapshot with one layer under its head. */
   async function ready(who: Owner = owner, id?: string): Promise<string> {
     const snapshotId = await createCapturingSnapshot(db(), who, id ? { id } : {});
-    const layer = await storedLayer(db(), {});
+    // Each owner publishes bytes it uploaded: its own layer and its own upload of the manifest.
+    const layer = await storedLayer(db(), { owner: who });
+    await storeBytes(db(), "pins manifest", who);
     await publishSnapshot(db(), { snapshotId, manifestDigest: manifest, layers: [layer], heads: [layer.uuid] });
     return snapshotId;
   }

@@ -14,13 +14,13 @@ describeEachDatabase("retirement (delete is retire)", (catalog) => {
 
   beforeAll(async () => {
     owner = await createOwner(db());
-    manifest = (await storeBytes(db(), "retirement manifest")).digest;
+    manifest = (await storeBytes(db(), "retirement manifest", owner)).digest;
   });
 
   async function ready(alias?: string): Promise<string> {
     const id = await createCapturingSnapshot(db(), owner, alias ? { alias } : {});
-    const a = await storedLayer(db(), {});
-    const b = await storedLayer(db(), { kind: "bundle" });
+    const a = await storedLayer(db(), { owner });
+    const b = await storedLayer(db(), { owner, kind: "bundle" });
     await publishSnapshot(db(), { snapshotId: id, manifestDigest: manifest, layers: [a, b], heads: [a.uuid, b.uuid] });
     return id;
   }

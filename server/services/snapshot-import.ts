@@ -175,6 +175,7 @@ export interface ImportResult {
   exportedId: string;
   created: boolean;
   state: "ready" | "superseded";
+  /** `new`: blobs the importing agent did not have before (whatever other agents stored). */
   blobs: { count: number; bytes: number; new: number };
 }
 
@@ -196,7 +197,12 @@ export async function importSnapshotFile(
   let stored = 0;
   let bytes = 0;
   for (const entry of verified.entries) {
-    const put = await putBlob(db, { digest: entry.digest, body: fileRange(opts.file, entry.offset, entry.size) });
+    // The importing agent gets every blob of the file: the snapshot it records is its own.
+    const put = await putBlob(db, {
+      digest: entry.digest,
+      body: fileRange(opts.file, entry.offset, entry.size),
+      grantTo: opts.agent.agentId,
+    });
     if (put.created) stored += 1;
     bytes += entry.size;
   }

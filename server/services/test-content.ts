@@ -47,7 +47,15 @@ export function sha256(bytes: Uint8Array | string): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-export async function storeBytes(db: Db, content: Uint8Array | string): Promise<{ digest: string; sizeBytes: number }> {
+/** Who a test stores bytes for: the agent is granted them, as after its own upload. */
+export type Grantee = { agentId: string } | null;
+
+/** Stores bytes as an upload of `owner` (granted to it), or for no agent when it is left out. */
+export async function storeBytes(
+  db: Db,
+  content: Uint8Array | string,
+  owner: Grantee = null,
+): Promise<{ digest: string; sizeBytes: number }> {
   const bytes = typeof content === "string" ? Buffer.from(content) : Buffer.from(content);
   const digest = sha256(bytes);
   await putBlob(db, {
@@ -55,17 +63,18 @@ export async function storeBytes(db: Db, content: Uint8Array | string): Promise<
     body: (async function* () {
       yield bytes;
     })(),
+    grantTo: owner?.agentId ?? null,
   });
   return { digest, sizeBytes: bytes.byteLength };
 }
 
-/** A layer descriptor over freshly stored bytes. */
+/** A layer descriptor over bytes freshly stored for `owner`. */
 export async function storedLayer(
   db: Db,
-  opts: { uuid?: string; parentUuid?: string | null; kind?: string; content?: string },
+  opts: { uuid?: string; parentUuid?: string | null; kind?: string; content?: string; owner: Grantee },
 ): Promise<LayerDescriptor> {
   const uuid = opts.uuid ?? randomUUID();
-  const blob = await storeBytes(db, opts.content ?? `layer ${uuid}`);
+  const blob = await storeBytes(db, opts.content ?? `layer ${uuid}`, opts.owner);
   return {
     uuid,
     parentUuid: opts.parentUuid ?? null,

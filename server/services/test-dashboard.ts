@@ -86,7 +86,11 @@ export async function buildHistory(db: Db) {
     a.push(head);
     // Its content in the layer form while it is the ready head: the next patch of the chain
     // and the full capture record as a manifest layer.
-    const patch = await storedLayer(db, { parentUuid: patches.at(-1)?.uuid ?? null, content: `${head} patch ${i}` });
+    const patch = await storedLayer(db, {
+      owner: agent.scope,
+      parentUuid: patches.at(-1)?.uuid ?? null,
+      content: `${head} patch ${i}`,
+    });
     patches.push(patch);
     const record = captureManifest({
       tree: appended.snapshot.manifest.treeId!,
@@ -94,7 +98,7 @@ export async function buildHistory(db: Db) {
       branch: "task-a",
       patches: patches.map((p) => ({ uuid: p.uuid, parent: p.parentUuid, digest: p.digest, size: p.sizeBytes })),
     });
-    const stored = await storeBytes(db, canonicalManifestBytes(record));
+    const stored = await storeBytes(db, canonicalManifestBytes(record), agent.scope);
     const manifestLayer = { uuid: randomUUID(), parentUuid: null, kind: "manifest", ...stored };
     manifestLayers.push(manifestLayer);
     await publishSnapshot(db, {

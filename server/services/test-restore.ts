@@ -51,14 +51,19 @@ function layersOf(manifest: CaptureManifest, manifestDigest: string, manifestSiz
   return { layers, heads };
 }
 
-/** Stores every blob a capture produced that the manifest needs. */
-async function storeContent(db: Db, manifest: CaptureManifest, blobs: ReadonlyMap<string, Uint8Array>) {
+/** Stores every blob a capture produced that the manifest needs, as the agent's uploads. */
+async function storeContent(
+  db: Db,
+  agent: AgentScope,
+  manifest: CaptureManifest,
+  blobs: ReadonlyMap<string, Uint8Array>,
+) {
   for (const digest of manifestBlobDigests(manifest)) {
     const bytes = blobs.get(digest);
-    if (bytes) await storeBytes(db, bytes);
+    if (bytes) await storeBytes(db, bytes, agent);
   }
   const full = canonicalManifestBytes(manifest);
-  await storeBytes(db, full);
+  await storeBytes(db, full, agent);
   return { digest: sha256(full), size: full.length };
 }
 
@@ -74,7 +79,7 @@ export async function publishCheckpointCapture(
   blobs: ReadonlyMap<string, Uint8Array>,
 ): Promise<string> {
   if (!manifest.head) throw new Error("a checkpoint needs a commit");
-  const full = await storeContent(db, manifest, blobs);
+  const full = await storeContent(db, agent, manifest, blobs);
   const short: Manifest = {
     treeId: manifest.tree,
     head: manifest.head,
@@ -85,7 +90,7 @@ export async function publishCheckpointCapture(
   const shortBytes = Buffer.from(
     JSON.stringify([short.treeId, short.head, short.branch, normalizeBlobDigests(short.blobDigests), short.sizeBytes]),
   );
-  await storeBytes(db, shortBytes);
+  await storeBytes(db, shortBytes, agent);
   const appended = await appendCheckpoint(db, {
     agent,
     key: {
@@ -113,7 +118,7 @@ export async function publishCaptureDirectly(
   manifest: CaptureManifest,
   blobs: ReadonlyMap<string, Uint8Array>,
 ): Promise<string> {
-  const full = await storeContent(db, manifest, blobs);
+  const full = await storeContent(db, agent, manifest, blobs);
   const repository = await findOrCreateRepository(db, at.repository);
   const row = await db.snapshot.create({
     data: {

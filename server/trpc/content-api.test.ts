@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../db/test-databases.ts";
-import { isStrataError } from "../domain/errors.ts";
+import { isStrataError, type StrataError } from "../domain/errors.ts";
 import { trustUser, type UserRole } from "../domain/scope.ts";
 import { createAgent } from "../services/agents.ts";
 import { createCapturingSnapshot, storeBytes, storedLayer } from "../services/test-content.ts";
@@ -20,6 +20,18 @@ async function failure(call: Promise<unknown>): Promise<string> {
     const cause = error instanceof TRPCError ? error.cause : error;
     if (isStrataError(cause)) return cause.code;
     if (error instanceof TRPCError) return error.code;
+    throw error;
+  }
+  throw new Error("expected the call to fail");
+}
+
+/** The Strata error a call fails with. */
+async function refusal(call: Promise<unknown>): Promise<StrataError> {
+  try {
+    await call;
+  } catch (error) {
+    const cause = error instanceof TRPCError ? error.cause : error;
+    if (isStrataError(cause)) return cause;
     throw error;
   }
   throw new Error("expected the call to fail");
@@ -44,7 +56,7 @@ describeEachDatabase("content API", (catalog, kind) => {
     const a = await createAgent(db, { name: `alice-${randomUUID().slice(0, 8)}` });
     const b = await createAgent(db, { name: `bob-${randomUUID().slice(0, 8)}` });
     Object.assign(world, { alice: a.token, bob: b.token, aliceAgentId: a.agentId, bobAgentId: b.agentId });
-    world.manifest = (await storeBytes(db, "api manifest")).digest;
+    world.manifest = (await storeBytes(db, "api manifest", a)).digest;
     alice = callerFor(`Bearer ${a.token}`);
     bob = callerFor(`Bearer ${b.token}`);
   });
@@ -53,7 +65,7 @@ describeEachDatabase("content API", (catalog, kind) => {
     const db = catalog().db;
     const repository = await db.repository.create({ data: { identity: `example.test/${randomUUID()}`, name: "r" } });
     const id = await createCapturingSnapshot(db, { agentId: world.aliceAgentId, repositoryId: repository.id });
-    const layer = await storedLayer(db, {});
+    const layer = await storedLayer(db, { owner: { agentId: world.aliceAgentId } });
     const published = await alice.snapshot.publish({
       snapshotId: id,
       manifestDigest: world.manifest,
@@ -121,10 +133,49 @@ describeEachDatabase("content API", (catalog, kind) => {
   });
 
   it("tells an agent which blobs to upload", async () => {
-    const have = (await storeBytes(catalog().db, `have ${randomUUID()}`)).digest;
+    const have = (await storeBytes(catalog().db, `have ${randomUUID()}`, { agentId: world.aliceAgentId })).digest;
     const lack = "9".repeat(64);
     expect(await alice.blob.missing({ digests: [have, lack] })).toEqual({ missing: [lack] });
     expect(await failure(alice.blob.missing({ digests: ["not hex"] }))).toBe("BAD_REQUEST");
+  });
+
+  it("counts another agent's upload as missing: blob.missing and snapshot.publish need the caller's own", async () => {
+    const db = catalog().db;
+    const content = { layer: `alice's patch ${randomUUID()}`, manifest: `alice's manifest ${randomUUID()}` };
+    const layerBytes = await storeBytes(db, content.layer, { agentId: world.aliceAgentId });
+    const manifestBytes = await storeBytes(db, content.manifest, { agentId: world.aliceAgentId });
+    const digests = [layerBytes.digest, manifestBytes.digest];
+    expect(await alice.blob.missing({ digests })).toEqual({ missing: [] });
+    expect(await bob.blob.missing({ digests })).toEqual({ missing: digests });
+
+    const repository = await db.repository.create({ data: { identity: `example.test/${randomUUID()}`, name: "r" } });
+    const id = await createCapturingSnapshot(db, { agentId: world.bobAgentId, repositoryId: repository.id });
+    const bobsManifest = (await storeBytes(db, `bob's manifest ${randomUUID()}`, { agentId: world.bobAgentId })).digest;
+    const layer = { uuid: randomUUID(), parentUuid: null, ...layerBytes, kind: "patch" };
+    const ghost = { ...layer, uuid: randomUUID(), digest: "6".repeat(64) };
+    const publish = (manifestDigest: string, layers: (typeof layer)[]) =>
+      bob.snapshot.publish({ snapshotId: id, manifestDigest, layers, heads: layers.map((l) => l.uuid) });
+
+    // Alice's bytes are refused exactly as bytes nobody stored: code, message and data.
+    const named = await refusal(publish(bobsManifest, [layer]));
+    const absent = await refusal(publish(bobsManifest, [ghost]));
+    expect([named.code, named.message, named.data]).toEqual([
+      "BLOB_MISSING",
+      absent.message,
+      { digests: [layer.digest] },
+    ]);
+    const manifest = await refusal(publish(manifestBytes.digest, []));
+    expect([manifest.code, manifest.data]).toEqual(["BLOB_MISSING", { digests: [manifestBytes.digest] }]);
+    // Nothing was written.
+    expect(await db.layer.count({ where: { uuid: { in: [layer.uuid, ghost.uuid] } } })).toBe(0);
+    expect(await db.snapshotHead.count({ where: { snapshotId: id } })).toBe(0);
+    expect((await db.snapshot.findUniqueOrThrow({ where: { id } })).state).toBe("capturing");
+
+    // Once Bob uploads the same bytes himself, they are his to publish.
+    await storeBytes(db, content.layer, { agentId: world.bobAgentId });
+    await storeBytes(db, content.manifest, { agentId: world.bobAgentId });
+    expect(await bob.blob.missing({ digests })).toEqual({ missing: [] });
+    expect(await publish(manifestBytes.digest, [layer])).toMatchObject({ state: "ready", layersWritten: 1 });
   });
 
   it("maps content errors to their codes", async () => {
@@ -142,7 +193,7 @@ describeEachDatabase("content API", (catalog, kind) => {
         }),
       ),
     ).toBe("BLOB_MISSING");
-    const real = await storedLayer(db, {});
+    const real = await storedLayer(db, { owner: { agentId: world.aliceAgentId } });
     await alice.snapshot.publish({
       snapshotId: id,
       manifestDigest: world.manifest,

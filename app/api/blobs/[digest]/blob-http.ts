@@ -1,9 +1,12 @@
 // HTTP for blobs, as plain functions over a catalog handle so tests call them without a
 // server: PUT streams the request body into the blob store, GET streams a stored blob out.
-// Both need an agent token; neither holds a whole blob in memory.
+// Both need an agent token; neither holds a whole blob in memory. A verified PUT grants the
+// agent the digest; GET answers only for granted digests, and a blob that is stored but not
+// granted gets the very answer of one that is not stored, so existence does not leak.
 import { TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import { ERROR_CODES, isStrataError, StrataError } from "../../../../server/domain/errors.ts";
+import type { AgentScope } from "../../../../server/domain/scope.ts";
 import { authenticateAgent } from "../../../../server/services/agents.ts";
 import { openBlob, parseDigest, putBlob } from "../../../../server/services/blobs.ts";
 import type { Db } from "../../../../server/services/catalog.ts";
@@ -15,9 +18,10 @@ function errorResponse(error: StrataError): Response {
   return new Response(JSON.stringify({ error: error.toJSON() }), { status, headers });
 }
 
-async function authorize(db: Db, req: Request): Promise<StrataError | null> {
+/** The calling agent, or the UNAUTHORIZED error to answer with. */
+async function authorize(db: Db, req: Request): Promise<AgentScope | StrataError> {
   const agent = await authenticateAgent(db, req.headers.get("authorization"));
-  if (agent) return null;
+  if (agent) return agent;
   return new StrataError("UNAUTHORIZED", "A valid agent token is required.", {
     hint: "Send Authorization: Bearer <token>; `strata agent create NAME` prints a token.",
   });
@@ -35,12 +39,17 @@ async function handle(fn: () => Promise<Response>): Promise<Response> {
 
 const EMPTY = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
 
-/** PUT /api/blobs/<sha256>: 201 when stored now, 200 when it was already stored. */
+/** PUT /api/blobs/<sha256>: 201 when new for this agent, 200 when it already had the digest. */
 export function handleBlobPut(db: Db, req: Request, digest: string): Promise<Response> {
   return handle(async () => {
-    const denied = await authorize(db, req);
-    if (denied) return errorResponse(denied);
-    const result = await putBlob(db, { digest: parseDigest(digest), body: req.body ?? EMPTY(), signal: req.signal });
+    const agent = await authorize(db, req);
+    if (agent instanceof StrataError) return errorResponse(agent);
+    const result = await putBlob(db, {
+      digest: parseDigest(digest),
+      body: req.body ?? EMPTY(),
+      signal: req.signal,
+      grantTo: agent.agentId,
+    });
     return Response.json(result, { status: result.created ? 201 : 200 });
   });
 }
@@ -48,9 +57,9 @@ export function handleBlobPut(db: Db, req: Request, digest: string): Promise<Res
 /** GET (or HEAD) /api/blobs/<sha256>: the bytes, streamed chunk by chunk. */
 export function handleBlobGet(db: Db, req: Request, digest: string, opts: { head?: boolean } = {}): Promise<Response> {
   return handle(async () => {
-    const denied = await authorize(db, req);
-    if (denied) return errorResponse(denied);
-    const { info, stream } = await openBlob(db, parseDigest(digest));
+    const agent = await authorize(db, req);
+    if (agent instanceof StrataError) return errorResponse(agent);
+    const { info, stream } = await openBlob(db, parseDigest(digest), agent.agentId);
     const headers = {
       "content-type": "application/octet-stream",
       "content-length": String(info.sizeBytes),

@@ -3,11 +3,13 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { expect, it } from "vitest";
 import { describeEachDatabase } from "../../../../server/db/test-databases.ts";
+import { BLOB_ROW_BYTES } from "../../../../server/domain/content.ts";
 import { createAgent } from "../../../../server/services/agents.ts";
 import { sha256 } from "../../../../server/services/test-content.ts";
 import { handleBlobGet, handleBlobPut } from "./blob-http.ts";
 
 const MiB = 1024 * 1024;
+const ROW = BLOB_ROW_BYTES;
 
 function put(token: string | null, digest: string, body: ReadableStream<Uint8Array> | Uint8Array | null): Request {
   return new Request(`http://strata.test/api/blobs/${digest}`, {
@@ -97,6 +99,40 @@ describeEachDatabase("blob HTTP API", (catalog) => {
 
     const bad = await handleBlobGet(catalog().db, get(token, "xyz"), "xyz");
     expect(bad.status).toBe(400);
+  });
+
+  it("scopes blobs per agent: another agent's bytes answer like bytes never stored until it uploads them", async () => {
+    const db = catalog().db;
+    const other = (await createAgent(db, { name: `blob-http-b-${Math.random().toString(36).slice(2)}` })).token;
+    const bytes = randomBytes(ROW + 100);
+    const digest = sha256(bytes);
+    expect((await handleBlobPut(db, put(token, digest, bytes), digest)).status).toBe(201);
+
+    // What a request for a digest nobody stored gets, compared with the stored one's answer.
+    const never = sha256(randomBytes(32));
+    const answer = async (response: Response, named: string) => ({
+      status: response.status,
+      headers: [...response.headers.entries()],
+      body: (await response.text()).replaceAll(named, "<digest>"),
+    });
+    for (const head of [false, true]) {
+      const hidden = await answer(await handleBlobGet(db, get(other, digest), digest, { head }), digest);
+      const absent = await answer(await handleBlobGet(db, get(other, never), never, { head }), never);
+      expect(hidden).toEqual(absent);
+      expect(hidden.status).toBe(404);
+    }
+    const missingBody = await (await handleBlobGet(db, get(other, digest), digest)).json();
+    expect(missingBody.error).toMatchObject({ code: "BLOB_MISSING", data: { digest } });
+
+    // Its own upload of the same bytes is new for it (201, created), and then it may read them.
+    const theirs = await handleBlobPut(db, put(other, digest, bytes), digest);
+    expect([theirs.status, (await theirs.json()).created]).toEqual([201, true]);
+    const read = await handleBlobGet(db, get(other, digest), digest);
+    expect(read.status).toBe(200);
+    expect(Buffer.from(await read.arrayBuffer()).equals(bytes)).toBe(true);
+    // The first uploader's second upload is not new for it.
+    const again = await handleBlobPut(db, put(token, digest, bytes), digest);
+    expect([again.status, (await again.json()).created]).toEqual([200, false]);
   });
 
   it("streams a 200 MiB blob in and out without holding it in memory", async () => {
