@@ -243,6 +243,37 @@ describeEachDatabase("blob store", (catalog) => {
     expect(await db.blobGrant.count({ where: { digest: sha256(loose) } })).toBe(0);
   });
 
+  it("writes another agent's upload of stored bytes like new bytes: no shortcut, no grace window before it is verified", async () => {
+    const db = catalog().db;
+    const other = (await createOwner(db)).agentId;
+    const bytes = randomBytes(2 * ROW + 5);
+    const digest = sha256(bytes);
+    await putBlob(db, { digest, body: inPieces(bytes), grantTo: agentId });
+    const stored = () => db.blob.findFirstOrThrow({ where: { digest, state: "stored" } });
+
+    // Naming the digest with bytes it does not have keeps nothing alive.
+    const corrupt = await errorOf(putBlob(db, { digest, body: inPieces(randomBytes(10)), grantTo: other }));
+    expect(isStrataError(corrupt, "BLOB_CORRUPT")).toBe(true);
+    expect((await stored()).lastReusedAt).toBeNull();
+
+    // The body is written as an upload of its own while it is read (the work and the time of new
+    // bytes), then dropped for the stored copy once verified; the holder's repeat skips that.
+    const uploadingWhileRead = async (grantTo: string) => {
+      let seen = -1;
+      const body = (async function* () {
+        yield bytes.subarray(0, 2 * ROW);
+        seen = await db.blobChunk.count({ where: { blob: { digest, state: "uploading" } } });
+        yield bytes.subarray(2 * ROW);
+      })();
+      const put = await putBlob(db, { digest, body, grantTo });
+      return { seen, created: put.created };
+    };
+    expect(await uploadingWhileRead(other)).toEqual({ seen: 2, created: true });
+    expect(await uploadingWhileRead(agentId)).toEqual({ seen: 0, created: false });
+    expect((await stored()).lastReusedAt).not.toBeNull();
+    expect(await db.blob.count({ where: { digest } })).toBe(1);
+  });
+
   it("answers BLOB_MISSING for a digest it does not store", async () => {
     const error = await errorOf(openBlob(catalog().db, "c".repeat(64), agentId));
     expect(isStrataError(error, "BLOB_MISSING")).toBe(true);

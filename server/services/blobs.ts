@@ -211,7 +211,12 @@ export async function putBlob(db: Db, opts: PutBlobOptions): Promise<PutBlobResu
   const digest = parseDigest(opts.digest);
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BLOB_BYTES;
 
-  if ((await touchStored(db, [digest])) === 1) return verifyKnownUpload(db, digest, opts, maxBytes);
+  // The shortcut for bytes already stored (read and verify, write nothing) is for an uploader
+  // that holds them already. Anyone else's upload is written like new bytes and dropped for the
+  // stored copy once verified, so neither its timing nor a restarted grace window tells whether
+  // another agent stored them.
+  const holds = opts.grantTo === null || (await hasGrant(db, opts.grantTo, digest));
+  if (holds && (await touchStored(db, [digest])) === 1) return verifyKnownUpload(db, digest, opts, maxBytes);
 
   const id = randomUUID();
   await db.blob.create({ data: { id, digest, state: "uploading", storedAt: await dbNow(db) } });
