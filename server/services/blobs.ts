@@ -379,6 +379,14 @@ async function hasGrant(db: Db, agentId: string, digest: string): Promise<boolea
 }
 
 /**
+ * A stored blob's size and chunk count when `agentId` holds a grant of it; null when it is not
+ * stored or not granted. Every read on an agent's behalf goes through this, over HTTP or not.
+ */
+export async function statGrantedBlob(db: Db, agentId: string, digest: string): Promise<BlobInfo | null> {
+  return (await hasGrant(db, agentId, digest)) ? statBlob(db, digest) : null;
+}
+
+/**
  * Opens a stored blob granted to `agentId` for streaming: BLOB_MISSING before any byte when it
  * is not stored or not granted (the same error, so an agent cannot tell the two apart).
  * The stream pulls one chunk at a time, so a slow reader holds at most one chunk.
@@ -389,7 +397,7 @@ export async function openBlob(
   agentId: string,
 ): Promise<{ info: BlobInfo; stream: ReadableStream<Uint8Array> }> {
   const wanted = parseDigest(digest);
-  const info = (await hasGrant(db, agentId, wanted)) ? await statBlob(db, wanted) : null;
+  const info = await statGrantedBlob(db, agentId, wanted);
   if (!info) throw missingBlob(wanted);
   const chunks = readBlob(db, info);
   const stream = new ReadableStream<Uint8Array>(

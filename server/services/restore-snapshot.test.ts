@@ -2,6 +2,7 @@
 // store), on SQLite and PostgreSQL: every capture fixture exactly, each degraded cause with its
 // ladder result, and acquire + restore + report in one step.
 import { existsSync } from "node:fs";
+import { PassThrough } from "node:stream";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -17,7 +18,10 @@ import {
   temporaryDirectory,
   write,
 } from "../git/test-repos.ts";
+import { appendCheckpoint } from "./checkpoints.ts";
 import { acquireAndRestore, localRestorePort, restoreSnapshot } from "./restore-snapshot.ts";
+import { exportSnapshot } from "./snapshot-export.ts";
+import { getSnapshot } from "./snapshots.ts";
 import { makeAgent, uniqueName, type TestAgent } from "./test-lineage.ts";
 import { publishCaptureDirectly, publishCheckpointCapture, type CatalogCoordinates } from "./test-restore.ts";
 
@@ -111,6 +115,34 @@ describeEachDatabase("restore from the catalog", (catalog) => {
     expect(error).toBeInstanceOf(StrataError);
     expect((error as StrataError).code).toBe("NOT_FOUND");
     expect(existsSync(join(machine.into, ".."))).toBe(false);
+  });
+
+  it("restores none of another agent's content through a checkpoint whose manifest names it", async () => {
+    const db = catalog().db;
+    const captured = await CHECKOUT_FIXTURES[1]!.make();
+    const theirs = await getSnapshot(db, { snapshotId: await publish(captured), agent: agent.scope });
+    // Another agent that learned the digests and the tree id appends them as its own checkpoint.
+    const { treeId, head, branch, blobDigests } = theirs.manifest;
+    const other = await makeAgent(db, "copier");
+    const copied = await appendCheckpoint(db, {
+      agent: other.scope,
+      key: { ...coordinates(), workContextId: uniqueName("wc") },
+      observedHeadId: null,
+      manifest: { treeId: treeId!, head: head!, branch, blobDigests },
+    });
+    const machine = secondMachine();
+    const outcome = await restoreSnapshot(localRestorePort(db, other.scope), {
+      snapshotId: copied.snapshot.id,
+      into: machine.into,
+      stateDir: machine.stateDir,
+    }).catch((e: unknown) => e as StrataError);
+    // The bytes are not granted to it: they read as not stored, and nothing of them is placed.
+    expect(outcome).toBeInstanceOf(StrataError);
+    expect((outcome as StrataError).code).toBe("BLOB_MISSING");
+    expect(existsSync(machine.into)).toBe(false);
+    // Nor does an export of that checkpoint carry them.
+    const exported = exportSnapshot(db, { agent: other.scope, snapshotId: copied.snapshot.id, out: new PassThrough() });
+    await expect(exported).rejects.toMatchObject({ code: "BLOB_MISSING" });
   });
 
   // --- each degraded cause, forced ------------------------------------------------------------------

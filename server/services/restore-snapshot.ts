@@ -13,7 +13,7 @@ import type { ReportRestoreResult, RestorePlan, SnapshotRef } from "../domain/vi
 import { blobMissing, type BlobSource } from "../git/restore-blobs.ts";
 import { checkTarget } from "../git/restore-staging.ts";
 import { restoreWorktree, type RestoreOptions, type RestoreReport } from "../git/restore.ts";
-import { readBlob, statBlob } from "./blobs.ts";
+import { readBlob, statGrantedBlob } from "./blobs.ts";
 import { pinSnapshot, releasePin } from "./pins.ts";
 import { getSnapshot } from "./snapshots.ts";
 import { acquireWorkspace, reportRestore, type AcquireWorkspaceInput, type ReportRestoreInput } from "./workspaces.ts";
@@ -33,8 +33,10 @@ export interface RestorePort extends BlobSource {
 export function localRestorePort(db: Db, agent: AgentScope): RestorePort {
   return {
     getSnapshot: (snapshotId) => getSnapshot(db, { snapshotId, agent, includeRetired: true }),
+    // Only the bytes granted to the agent, as over HTTP: a manifest naming another agent's
+    // digests restores none of that agent's content.
     async open(digest) {
-      const info = await statBlob(db, digest);
+      const info = await statGrantedBlob(db, agent.agentId, digest);
       if (!info) throw blobMissing(digest);
       return readBlob(db, info);
     },

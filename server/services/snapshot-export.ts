@@ -17,7 +17,7 @@ import {
   type ExportHeader,
 } from "../domain/export-format.ts";
 import type { AgentScope } from "../domain/scope.ts";
-import { readBlob, statBlob, type BlobInfo } from "./blobs.ts";
+import { readBlob, statGrantedBlob, type BlobInfo } from "./blobs.ts";
 import { localRestorePort, loadCaptureManifest } from "./restore-snapshot.ts";
 import { getSnapshot } from "./snapshots.ts";
 
@@ -93,7 +93,7 @@ export async function exportSnapshot(
   const infos = new Map<string, BlobInfo>();
   for (const digest of [...required, ...optional]) {
     if (infos.has(digest)) continue;
-    const info = await statBlob(db, digest);
+    const info = await statGrantedBlob(db, opts.agent.agentId, digest);
     if (info) infos.set(digest, info);
     else if (required.includes(digest)) {
       throw new StrataError("BLOB_MISSING", `Blob ${digest} of snapshot ${snapshot.id} is not stored.`, {
