@@ -47,8 +47,8 @@ function percentile(samples: number[], p: number): number {
 }
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
-async function newLayer(db: Db, parentUuid: string | null, kind = "patch"): Promise<LayerDescriptor> {
-  const blob = await storeBytes(db, randomBytes(256));
+async function newLayer(db: Db, owner: Owner, parentUuid: string | null, kind = "patch"): Promise<LayerDescriptor> {
+  const blob = await storeBytes(db, randomBytes(256), owner);
   return { uuid: randomUUID(), parentUuid, ...blob, kind };
 }
 
@@ -139,20 +139,20 @@ async function run(kind: "sqlite" | "postgres"): Promise<void> {
   const db = catalog.db;
   try {
     const owner = await createOwner(db, `bench-${randomUUID().slice(0, 8)}`);
-    const manifest = (await storeBytes(db, "bench manifest")).digest;
+    const manifest = (await storeBytes(db, "bench manifest", owner)).digest;
     const keeper = await createCapturingSnapshot(db, owner);
     await publishSnapshot(db, { snapshotId: keeper, manifestDigest: manifest, layers: [], heads: [] });
-    const memory = await newLayer(db, null, "memory");
+    const memory = await newLayer(db, owner, null, "memory");
 
     // Shared prefix: a base chain, then each snapshot adds one layer on top of the previous one.
     const base: LayerDescriptor[] = [];
-    for (let i = 0; i < BASE; i += 1) base.push(await newLayer(db, base.at(-1)?.uuid ?? null));
+    for (let i = 0; i < BASE; i += 1) base.push(await newLayer(db, owner, base.at(-1)?.uuid ?? null));
     await publish(db, owner, manifest, [...base, memory], [base.at(-1)!.uuid, memory.uuid], BASE + 1, BASE + 1);
     const shared: Published[] = [];
     const sharedTops: LayerDescriptor[] = [];
     let top = base.at(-1)!;
     for (let i = 0; i < SHARED; i += 1) {
-      const next = await newLayer(db, top.uuid);
+      const next = await newLayer(db, owner, top.uuid);
       shared.push(await publish(db, owner, manifest, [top, next], [next.uuid, memory.uuid], 1, BASE + i + 2));
       sharedTops.push(next);
       top = next;
@@ -162,8 +162,8 @@ async function run(kind: "sqlite" | "postgres"): Promise<void> {
     const independent: Published[] = [];
     for (let i = 0; i < INDEPENDENT; i += 1) {
       const chain: LayerDescriptor[] = [];
-      for (let j = 0; j < CHAIN; j += 1) chain.push(await newLayer(db, chain.at(-1)?.uuid ?? null));
-      const mem = await newLayer(db, null, "memory");
+      for (let j = 0; j < CHAIN; j += 1) chain.push(await newLayer(db, owner, chain.at(-1)?.uuid ?? null));
+      const mem = await newLayer(db, owner, null, "memory");
       independent.push(
         await publish(db, owner, manifest, [...chain, mem], [chain.at(-1)!.uuid, mem.uuid], CHAIN + 1, CHAIN + 1),
       );
@@ -226,7 +226,7 @@ async function run(kind: "sqlite" | "postgres"): Promise<void> {
     // Layers (and their blobs) are prepared first, so the timed loop is publishes only.
     const prepare = async (n: number): Promise<LayerDescriptor[]> => {
       const out: LayerDescriptor[] = [];
-      for (let i = 0; i < n; i += 1) out.push(await newLayer(db, (out.at(-1) ?? onTop).uuid));
+      for (let i = 0; i < n; i += 1) out.push(await newLayer(db, owner, (out.at(-1) ?? onTop).uuid));
       return out;
     };
     const measure = async (layers: LayerDescriptor[], keepGoing: () => boolean): Promise<number[]> => {
@@ -244,7 +244,7 @@ async function run(kind: "sqlite" | "postgres"): Promise<void> {
     const garbageBytes: string[] = [];
     for (let i = 0; i < 3 * INDEPENDENT; i += 1) {
       const chain: LayerDescriptor[] = [];
-      for (let j = 0; j < CHAIN; j += 1) chain.push(await newLayer(db, chain.at(-1)?.uuid ?? null));
+      for (let j = 0; j < CHAIN; j += 1) chain.push(await newLayer(db, owner, chain.at(-1)?.uuid ?? null));
       garbageBytes.push(...chain.map((l) => l.digest));
       garbage.push((await publish(db, owner, manifest, chain, [chain.at(-1)!.uuid], CHAIN, CHAIN)).snapshotId);
     }
