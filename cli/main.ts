@@ -2,16 +2,7 @@ import { Command, CommanderError } from "commander";
 import { ZodError } from "zod";
 import { ConfigError } from "../server/config.ts";
 import { StrataError } from "../server/domain/errors.ts";
-import { registerAgent } from "./commands/agent.ts";
-import { registerDemo } from "./commands/demo.ts";
-import { registerCapture } from "./commands/capture.ts";
-import { registerGc } from "./commands/gc.ts";
-import { registerMigrate } from "./commands/migrate.ts";
-import { registerRestore } from "./commands/restore.ts";
-import { registerServe } from "./commands/serve.ts";
-import { registerSweep } from "./commands/sweep.ts";
-import { registerUser } from "./commands/user.ts";
-import { registerWorker } from "./commands/worker.ts";
+import { registerCommands } from "./commands/index.ts";
 import { EXIT, CliError } from "./output.ts";
 
 const program = new Command()
@@ -20,18 +11,9 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
-registerServe(program);
-registerMigrate(program);
-registerAgent(program);
-registerDemo(program);
-registerCapture(program);
-registerGc(program);
-registerSweep(program);
-registerUser(program);
-registerWorker(program);
-registerRestore(program);
-
 try {
+  // Only the named command's module is loaded (see commands/index.ts).
+  await registerCommands(program, process.argv);
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {
