@@ -13,8 +13,9 @@
 // Bytes are stored once, but an agent only gets at the digests granted to it (blob_grants): a
 // grant is given when the agent's upload of the bytes was verified, or when the server stored
 // them on the agent's behalf. Reading a blob over HTTP, `missing` reporting it present and
-// publishing it all need the grant, so knowing a digest reveals nothing about another agent's
-// content. Server-side reads of a snapshot the caller already proved it owns do not ask.
+// publishing it all need the grant, and so do restores and exports the server runs for the
+// agent, so knowing a digest reveals nothing about another agent's content. Only the dashboard's
+// reads (operators, no agent) do not ask.
 import { createHash, randomUUID } from "node:crypto";
 import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
@@ -378,6 +379,16 @@ async function hasGrant(db: Db, agentId: string, digest: string): Promise<boolea
   return grant !== null;
 }
 
+/** The digests among `digests` granted to `agentId` (stored or not). */
+export async function grantedDigests(db: Db, agentId: string, digests: readonly string[]): Promise<Set<string>> {
+  const granted = new Set<string>();
+  for (const slice of slices([...new Set(digests)], 1000)) {
+    const rows = await db.blobGrant.findMany({ where: { agentId, digest: { in: slice } }, select: { digest: true } });
+    for (const row of rows) granted.add(row.digest);
+  }
+  return granted;
+}
+
 /**
  * A stored blob's size and chunk count when `agentId` holds a grant of it; null when it is not
  * stored or not granted. Every read on an agent's behalf goes through this, over HTTP or not.
@@ -429,13 +440,10 @@ export async function missingBlobs(db: Db, agentId: string, digests: readonly st
   const wanted = [...new Set(digests.map(parseDigest))];
   if (wanted.length === 0) return [];
   const present = new Set<string>();
-  for (const slice of slices(wanted, 1000)) {
-    const granted = (
-      await db.blobGrant.findMany({ where: { agentId, digest: { in: slice } }, select: { digest: true } })
-    ).map((g) => g.digest);
-    await touchStored(db, granted);
+  for (const slice of slices([...(await grantedDigests(db, agentId, wanted))], 1000)) {
+    await touchStored(db, slice);
     const rows = await db.blob.findMany({
-      where: { state: "stored", digest: { in: granted } },
+      where: { state: "stored", digest: { in: slice } },
       select: { digest: true },
     });
     for (const row of rows) present.add(row.digest);

@@ -17,7 +17,7 @@ import {
   type ExportHeader,
 } from "../domain/export-format.ts";
 import type { AgentScope } from "../domain/scope.ts";
-import { readBlob, statGrantedBlob, type BlobInfo } from "./blobs.ts";
+import { grantedDigests, readBlob, statBlob, type BlobInfo } from "./blobs.ts";
 import { localRestorePort, loadCaptureManifest } from "./restore-snapshot.ts";
 import { getSnapshot } from "./snapshots.ts";
 
@@ -91,9 +91,11 @@ export async function exportSnapshot(
   const required = [full.digest, ...manifestBlobDigests(manifest), ...layers.map((l) => l.digest)];
   const optional = [snapshot.manifestDigest, ...snapshot.manifest.blobDigests].filter((d): d is string => d !== null);
   const infos = new Map<string, BlobInfo>();
+  // Only the agent's own bytes go out: an ungranted digest counts as not stored.
+  const granted = await grantedDigests(db, opts.agent.agentId, [...required, ...optional]);
   for (const digest of [...required, ...optional]) {
     if (infos.has(digest)) continue;
-    const info = await statGrantedBlob(db, opts.agent.agentId, digest);
+    const info = granted.has(digest) ? await statBlob(db, digest) : null;
     if (info) infos.set(digest, info);
     else if (required.includes(digest)) {
       throw new StrataError("BLOB_MISSING", `Blob ${digest} of snapshot ${snapshot.id} is not stored.`, {
