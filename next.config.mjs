@@ -7,6 +7,7 @@ const nextConfig = {
     "@prisma/client",
     "@prisma/adapter-pg",
     "@prisma/adapter-better-sqlite3",
+    "@strata/git-spawn",
   ],
   // `npm test` type-checks the whole project once with tsc; the build need not do it again.
   typescript: { tsconfigPath: "tsconfig.json", ignoreBuildErrors: true },

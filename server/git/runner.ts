@@ -2,9 +2,9 @@
 // pure function and a parser for what git printed. The runner owns everything else: spawning
 // without a shell, the environment, stdin, binary-safe output, timeouts, abort and the mapping
 // of failures to typed errors.
-import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import { StrataError, type ErrorCode } from "../domain/errors.ts";
+import { startProcess } from "./process.ts";
 
 export interface GitOutput {
   stdout: Buffer;
@@ -297,13 +297,7 @@ async function spawnGit(gitPath: string, command: GitCommand<unknown>, s: SpawnS
   return new Promise<GitOutput>((resolve, reject) => {
     // A process group of its own, so a timeout or an abort also ends what git started
     // (ssh, remote helpers, filters).
-    const child = spawn(gitPath, [...command.args], {
-      cwd: s.cwd,
-      env: s.env as NodeJS.ProcessEnv,
-      stdio: ["pipe", "pipe", "pipe"],
-      detached: process.platform !== "win32",
-      windowsHide: true,
-    });
+    const child = startProcess(gitPath, command.args, { cwd: s.cwd, env: s.env });
     const chunks: Buffer[] = [];
     let size = 0;
     let stderr = "";
@@ -315,8 +309,7 @@ async function spawnGit(gitPath: string, command: GitCommand<unknown>, s: SpawnS
       if (stopReason) return;
       stopReason = reason;
       try {
-        if (child.pid !== undefined && process.platform !== "win32") process.kill(-child.pid, "SIGKILL");
-        else child.kill("SIGKILL");
+        if (child.pid !== undefined) process.kill(process.platform === "win32" ? child.pid : -child.pid, "SIGKILL");
       } catch {
         // Already gone.
       }
