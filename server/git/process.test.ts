@@ -119,6 +119,12 @@ describe.each(starters)("a program started by %s", (_name, start) => {
     expect(done.code).toBe(0);
   });
 
+  it("refuses a NUL byte in an argument or the environment before starting anything", () => {
+    const options = { cwd: process.cwd(), env: { PATH: "/usr/bin" } };
+    expect(() => start(node, ["-e", "0\u0000rm"], options)).toThrow(TypeError);
+    expect(() => start(node, ["-e", "0"], { ...options, env: { A: "b\u0000c" } })).toThrow(TypeError);
+  });
+
   it("reports a program that does not exist, or a directory that does not, as ENOENT", async () => {
     await expect(run(start, "strata-no-such-program", [])).rejects.toMatchObject({ code: "ENOENT" });
     await expect(run(start, node, ["-e", "0"], { cwd: "/nonexistent/strata" })).rejects.toMatchObject({

@@ -111,6 +111,10 @@ class SpawnedProcess extends EventEmitter implements StartedProcess {
   constructor(native: NativeSpawn, file: string, args: readonly string[], options: StartOptions) {
     super();
     const envp = Object.entries(options.env).map(([key, value]) => `${key}=${value}`);
+    // C strings end at a NUL: refuse what would be cut short, as Node's spawn does.
+    if ([file, ...args, ...envp, options.cwd].some((text) => text.includes("\u0000"))) {
+      throw new TypeError("A program, argument, environment entry or directory contains a NUL byte.");
+    }
     const path = findExecutable(file, options.env, options.cwd);
     let fds: [number, number, number, number] | null = null;
     let failure: NodeJS.ErrnoException | null = null;
