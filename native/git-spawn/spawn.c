@@ -29,7 +29,7 @@ static int pidfd_open_(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0);
 static napi_value throw_errno(napi_env env, int err, const char* what) {
   napi_value msg, code, error;
   char text[256];
-  const char* name = err == ENOENT ? "ENOENT" : err == EACCES ? "EACCES" : err == ENOTDIR ? "ENOTDIR" : err == ENOMEM ? "ENOMEM" : err == EAGAIN ? "EAGAIN" : "EIO";
+  const char* name = uv_err_name(-err);  // libuv's codes are negated errno values on Unix
   snprintf(text, sizeof text, "%s: %s", what, strerror(err));
   napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &msg);
   napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
@@ -50,6 +50,12 @@ static char* string_of(napi_env env, napi_value value) {
   return out;
 }
 
+static void free_strings(char** list) {
+  if (!list) return;
+  for (char** p = list; *p; p++) free(*p);
+  free(list);
+}
+
 static char** strings_of(napi_env env, napi_value array) {
   uint32_t n = 0;
   if (napi_get_array_length(env, array, &n) != napi_ok) return NULL;
@@ -59,14 +65,13 @@ static char** strings_of(napi_env env, napi_value array) {
     napi_value item;
     napi_get_element(env, array, i, &item);
     out[i] = string_of(env, item);
+    if (!out[i]) {
+      // Not a string (or no memory): refuse rather than cut the list short.
+      free_strings(out);
+      return NULL;
+    }
   }
   return out;
-}
-
-static void free_strings(char** list) {
-  if (!list) return;
-  for (char** p = list; *p; p++) free(*p);
-  free(list);
 }
 
 static void on_closed(uv_handle_t* handle) {
@@ -137,7 +142,8 @@ static napi_value Spawn(napi_env env, napi_callback_info info) {
   int pidfd = -1;
 
   if (!file || !argv || !envp || !cwd) {
-    err = ENOMEM;
+    err = EINVAL;
+    what = "arguments must be strings";
     goto done;
   }
   for (int i = 0; i < 3; i++) {

@@ -292,7 +292,7 @@ interface BuiltTree {
   omitted: OmittedEntry[];
   /** Whether a .gitattributes file changed (so the list of them must be read again). */
   attributesChanged: boolean;
-  /** The patch to the new tree, made while the tree was written (when the index changed). */
+  /** The patch to the new tree, started once the tree was written (when the index changed). */
   patch: Promise<PendingPatch> | null;
 }
 
