@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -53,6 +54,19 @@ describe("how git is started", () => {
     if (process.platform !== "linux") return;
     expect(posixSpawnStarter).not.toBeNull();
     expect(startProcess).toBe(posixSpawnStarter);
+  });
+
+  it("falls back to Node's spawn when STRATA_NATIVE_SPAWN=0", () => {
+    const module = new URL("./process.ts", import.meta.url).href;
+    const script = `const m = await import(${JSON.stringify(module)}); console.log(m.startProcess === m.forkStarter)`;
+    const run = (env: Record<string, string>) =>
+      execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+        env: { ...process.env, ...env },
+      })
+        .toString()
+        .trim();
+    expect(run({ STRATA_NATIVE_SPAWN: "0" })).toBe("true");
+    if (process.platform === "linux") expect(run({ STRATA_NATIVE_SPAWN: "1" })).toBe("false");
   });
 
   it("finds a bare program name in the child's PATH, not this process's", () => {
