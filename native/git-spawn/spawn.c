@@ -171,8 +171,9 @@ static napi_value Spawn(napi_env env, napi_callback_info info) {
   sigdelset(&all, SIGSTOP);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  // A session of its own, as Node's `detached` gives: a process group to kill as one, and no
+  // controlling terminal, so nothing git runs (ssh) can stop on a prompt it cannot show.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
   err = posix_spawn(&pid, file, &actions, &attr, argv, envp);
   if (err != 0) goto done;
   pidfd = pidfd_open_(pid);

@@ -121,6 +121,18 @@ describe.each(starters)("a program started by %s", (_name, start) => {
     expect(await done).toMatchObject({ code: null, signal: "SIGKILL" });
   });
 
+  it("starts the child in a session of its own, with no terminal to prompt on", async () => {
+    // Fields 5 and 6 of /proc/<pid>/stat: process group and session; 7: the controlling terminal.
+    const done = await run(start, "/bin/sh", [
+      "-c",
+      "read -r pid comm state ppid pgrp sid tty rest < /proc/$$/stat; echo $pid $pgrp $sid $tty",
+    ]);
+    const [pid, pgrp, sid, tty] = done.stdout.toString().trim().split(" ");
+    expect(pgrp).toBe(pid);
+    expect(sid).toBe(pid);
+    expect(tty).toBe("0");
+  });
+
   it("starts the child with default signal handling (SIGPIPE is not inherited as ignored)", async () => {
     // Node ignores SIGPIPE; a child that inherited that would see `yes` complain of a broken pipe.
     const done = await run(start, "/bin/sh", ["-c", "yes | head -n 1"]);
