@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -149,6 +149,23 @@ describe.each(starters)("a program started by %s", (_name, start) => {
     const options = { cwd: process.cwd(), env: { PATH: "/usr/bin" } };
     expect(() => start(node, ["-e", "0\u0000rm"], options)).toThrow(TypeError);
     expect(() => start(node, ["-e", "0"], { ...options, env: { A: "b\u0000c" } })).toThrow(TypeError);
+  });
+
+  it("runs the program PATH names now, after the one it found before is removed", async () => {
+    const [first, second] = [temporaryDirectory(), temporaryDirectory()];
+    for (const [dir, says] of [
+      [first, "first"],
+      [second, "second"],
+    ] as const) {
+      writeFileSync(join(dir, "strata-tool"), `#!/bin/sh\necho ${says}\n`);
+      chmodSync(join(dir, "strata-tool"), 0o755);
+    }
+    const env = { PATH: `${first}:${second}:/usr/bin:/bin` };
+    expect((await run(start, "strata-tool", [], { env })).stdout.toString()).toBe("first\n");
+    rmSync(join(first, "strata-tool"));
+    expect((await run(start, "strata-tool", [], { env })).stdout.toString()).toBe("second\n");
+    rmSync(join(second, "strata-tool"));
+    await expect(run(start, "strata-tool", [], { env })).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("reports a program that does not exist, or a directory that does not, as ENOENT", async () => {

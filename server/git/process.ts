@@ -100,6 +100,43 @@ function spawnError(code: string, message: string): NodeJS.ErrnoException {
   return error;
 }
 
+/**
+ * Where each bare program name was found, by PATH: the runner starts the same git again and
+ * again, and looking it up costs a few stats of PATH's directories each time. A start that
+ * fails from a remembered file looks again once (git moved or was removed).
+ */
+const executables = new Map<string, string>();
+
+type ExitListener = (code: number | null, signal: number | null) => void;
+
+function launch(
+  native: NativeSpawn,
+  file: string,
+  args: readonly string[],
+  envp: string[],
+  options: StartOptions,
+  onExit: ExitListener,
+) {
+  const path = options.env.PATH ?? "";
+  const key = !file.includes("/") && path.split(delimiter).every(isAbsolute) ? `${file}\u0000${path}` : null;
+  const remembered = key === null ? undefined : executables.get(key);
+  const executable = remembered ?? findExecutable(file, options.env, options.cwd);
+  if (executable === null) throw spawnError("ENOENT", `spawn ${file} ENOENT`);
+  try {
+    const fds = native.spawn(executable, [file, ...args], envp, options.cwd, onExit);
+    if (key !== null) executables.set(key, executable);
+    return fds;
+  } catch (error) {
+    if (remembered !== undefined && key !== null) {
+      executables.delete(key);
+      return launch(native, file, args, envp, options, onExit);
+    }
+    const failure = error as NodeJS.ErrnoException;
+    failure.message = `spawn ${file} ${failure.code ?? ""}: ${failure.message}`;
+    throw failure;
+  }
+}
+
 class SpawnedProcess extends EventEmitter implements StartedProcess {
   readonly pid: number | undefined;
   readonly stdin: Writable;
@@ -115,28 +152,17 @@ class SpawnedProcess extends EventEmitter implements StartedProcess {
     if ([file, ...args, ...envp, options.cwd].some((text) => text.includes("\u0000"))) {
       throw new TypeError("A program, argument, environment entry or directory contains a NUL byte.");
     }
-    const path = findExecutable(file, options.env, options.cwd);
-    let fds: [number, number, number, number] | null = null;
-    let failure: NodeJS.ErrnoException | null = null;
-    if (path === null) {
-      failure = spawnError("ENOENT", `spawn ${file} ENOENT`);
-    } else {
-      try {
-        fds = native.spawn(path, [file, ...args], envp, options.cwd, (code, signal) => {
-          this.exit = { code, signal: signal === null ? null : (signalNames.get(signal) ?? null) };
-          this.settle();
-        });
-      } catch (error) {
-        failure = error as NodeJS.ErrnoException;
-        failure.message = `spawn ${file} ${failure.code ?? ""}: ${failure.message}`;
-      }
-    }
-    if (fds === null) {
+    let fds: [number, number, number, number];
+    try {
+      fds = launch(native, file, args, envp, options, (code, signal) => {
+        this.exit = { code, signal: signal === null ? null : (signalNames.get(signal) ?? null) };
+        this.settle();
+      });
+    } catch (error) {
       this.pid = undefined;
       this.stdin = new Socket().destroy();
       this.stdout = new Socket().destroy();
       this.stderr = new Socket().destroy();
-      const error = failure ?? spawnError("EIO", `spawn ${file} failed`);
       process.nextTick(() => this.emit("error", error));
       return;
     }
