@@ -58,7 +58,8 @@ describe("the blob_grants migration", () => {
         await readySnapshot(db, b, { metadata: { manifest: { blobDigests: "not a list" } } });
         await readySnapshot(db, b, { metadata: { other: true } });
 
-        expect((await migrate(empty.url)).applied).toEqual([GRANTS]);
+        const upToGrants = readMigrations(kind).filter((m) => m.name <= GRANTS);
+        expect((await migrate(empty.url, { migrations: upToGrants })).applied).toEqual([GRANTS]);
 
         const grants = await db.blobGrant.findMany({ select: { agentId: true, digest: true } });
         const named = Object.fromEntries(Object.entries(d).map(([label, digest]) => [digest, label]));

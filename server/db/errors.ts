@@ -7,6 +7,23 @@ interface PrismaLikeError {
   cause?: { originalCode?: string; kind?: string };
 }
 
+/** The database's own words: SQLite trigger messages sit in the driver adapter error's cause. */
+function databaseText(error: unknown): string {
+  const e = error as
+    (PrismaLikeError & { meta?: { driverAdapterError?: { cause?: { originalMessage?: string } } } }) | null;
+  return `${e?.message ?? ""} ${e?.meta?.driverAdapterError?.cause?.originalMessage ?? ""}`;
+}
+
+/**
+ * A write refused by a one-way state rule (migration 20261201200000_one_way_states: a retired
+ * snapshot never ready again, a reported restore never pending again, …). The services only
+ * make allowed moves with conditional updates, so this reaching a caller is a bug, never bad
+ * input: it is an internal error, and this lets logs and tests name it.
+ */
+export function isOneWayStateViolation(error: unknown): boolean {
+  return /one-way state:/.test(databaseText(error));
+}
+
 /** A unique or primary-key violation (P2002 on both providers). */
 export function isUniqueViolation(error: unknown): boolean {
   return (error as PrismaLikeError | null)?.code === "P2002";

@@ -225,7 +225,9 @@ describeEachDatabase("garbage collection", (catalog) => {
     await collectNow();
     expect(await stored([listed.digest])).toEqual([true]);
 
-    // Once such a snapshot is deleting and has no pin, it ends deleted and its bytes may go.
+    // Once such a snapshot is deleting and has no pin, it ends deleted and its bytes may go
+    // (a ready snapshot gets there only through retirement: the database allows no shortcut).
+    await db().snapshot.update({ where: { id: legacy }, data: { state: "retired", retiredAt: new Date() } });
     await db().snapshot.update({ where: { id: legacy }, data: { state: "deleting" } });
     await db().snapshot.update({ where: { id: s }, data: { state: "deleting" } });
     const result = await collectNow();

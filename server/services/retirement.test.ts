@@ -95,7 +95,9 @@ describeEachDatabase("retirement (delete is retire)", (catalog) => {
     const s = await ready();
     const pinId = randomUUID();
     await pinSnapshot(db(), { snapshotId: s, pinId });
-    // The lineage sweeper hands snapshots past their retention to collection as `deleting`.
+    // The lineage sweeper hands snapshots past their retention to collection as `deleting`
+    // (a ready one only once superseded, retired or failed).
+    await db().snapshot.update({ where: { id: s }, data: { state: "superseded", supersededAt: new Date() } });
     await db().snapshot.update({ where: { id: s }, data: { state: "deleting" } });
     expect(await releaseRetiredHeads(db(), { snapshotIds: [s] })).toMatchObject({
       snapshotsKept: 1,
