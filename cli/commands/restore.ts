@@ -11,7 +11,7 @@ import { join, resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Writable } from "node:stream";
 import type { Command } from "commander";
-import { isStrataError, type StrataError } from "../../server/domain/errors.ts";
+import { isStrataError, StrataError } from "../../server/domain/errors.ts";
 import { RESTORE_PHASES, type RestoreResult } from "../../server/domain/restore-result.ts";
 import type { RestoreProgress } from "../../server/git/restore.ts";
 import {
@@ -48,7 +48,8 @@ export const RESTORE_EXIT = {
   BAD_FILE: 17,
 } as const;
 
-function exitCodeFor(error: StrataError, context: "restore" | "import" = "restore"): number {
+/** The exit code of a typed failure (import: a damaged file is 17, an unsafe record 12). */
+export function exitCodeFor(error: StrataError, context: "restore" | "import" = "restore"): number {
   switch (error.code) {
     case "INVALID_SNAPSHOT":
       return RESTORE_EXIT.INVALID_SNAPSHOT;
@@ -61,10 +62,13 @@ function exitCodeFor(error: StrataError, context: "restore" | "import" = "restor
     case "UNAVAILABLE":
     case "UNAUTHORIZED":
       return RESTORE_EXIT.UNAVAILABLE;
-    case "BLOB_MISSING":
     case "BLOB_CORRUPT":
-      // The snapshot's manifest itself cannot be read: nothing can be restored.
+      // Import: a blob of the file is not what it says. Restore: the snapshot's manifest itself
+      // cannot be read, so nothing can be restored.
       return context === "import" ? RESTORE_EXIT.BAD_FILE : RESTORE_EXIT.UNRESTORED;
+    case "BLOB_MISSING":
+      // Import: only collection taking a blob mid-import (retryable), not the file's fault.
+      return context === "import" ? EXIT.FAILURE : RESTORE_EXIT.UNRESTORED;
     case "INVALID_INPUT":
       return context === "import" ? RESTORE_EXIT.BAD_FILE : EXIT.USAGE;
     default:
@@ -72,12 +76,22 @@ function exitCodeFor(error: StrataError, context: "restore" | "import" = "restor
   }
 }
 
-/** Prints a typed failure (JSON on stdout with --json) and sets the exit code. */
+/**
+ * Prints a failure as a typed error (JSON on stdout with --json) and sets the exit code. An
+ * error that is not a StrataError is a bug or the database failing: it is reported as INTERNAL
+ * (exit 1) without its internal text, which goes to stderr only with STRATA_DEBUG set.
+ */
 async function reporting(json: boolean, context: "restore" | "import", fn: () => Promise<void>): Promise<void> {
   try {
     await fn();
-  } catch (error) {
-    if (!isStrataError(error)) throw error;
+  } catch (caught) {
+    if (caught instanceof CliError) throw caught;
+    if (!isStrataError(caught) && process.env.STRATA_DEBUG) process.stderr.write(`${String(caught)}\n`);
+    const error = isStrataError(caught)
+      ? caught
+      : new StrataError("INTERNAL", "The command failed unexpectedly.", {
+          hint: "Run it again; if it keeps failing, run it with STRATA_DEBUG=1 and report the output.",
+        });
     progress("");
     if (json) emit(true, { error: error.toJSON() }, "");
     else

@@ -450,3 +450,60 @@ export async function missingBlobs(db: Db, agentId: string, digests: readonly st
   }
   return wanted.filter((d) => !present.has(d));
 }
+
+/**
+ * Inside a transaction: grants `agentId` every digest of `digests`, which must all be stored
+ * (BLOB_MISSING, retryable, when collection took one meanwhile). Locks the stored rows against
+ * collection and restarts their grace window, as an upload's grant does. Returns how many
+ * grants are new. For bytes the server stored for nobody first (`grantTo: null`) and verified.
+ */
+export async function grantStoredBlobs(tx: Db, agentId: string, digests: readonly string[]): Promise<number> {
+  const wanted = [...new Set(digests)].sort();
+  if (wanted.length === 0) return 0;
+  const sql = dialect(tx);
+  const now = await dbNow(tx);
+  let added = 0;
+  for (const slice of slices(wanted, 500)) {
+    const rows = await tx.$queryRawUnsafe<{ digest: string }[]>(
+      `SELECT digest FROM blobs WHERE state = 'stored' AND digest IN ${sql.list(slice.length)} ORDER BY digest${sql.lock("update")}`,
+      ...slice,
+    );
+    if (rows.length !== slice.length) {
+      const found = new Set(rows.map((r) => r.digest));
+      const gone = slice.find((d) => !found.has(d)) ?? "";
+      throw new StrataError("BLOB_MISSING", `Blob ${gone} was collected before it could be granted.`, {
+        hint: "Nothing was recorded. Try again.",
+        retryable: true,
+        data: { digest: gone },
+      });
+    }
+    await tx.blob.updateMany({ where: { state: "stored", digest: { in: slice } }, data: { lastReusedAt: now } });
+    for (const digest of slice) if (await grantBlob(tx, agentId, digest, now)) added += 1;
+  }
+  return added;
+}
+
+/**
+ * Removes stored blobs among `digests` that nobody holds a grant of: bytes stored for nobody
+ * by a call that then failed. A digest someone was granted meanwhile stays. Collection would
+ * reclaim them after the grace window anyway; this makes a failed call leave nothing now.
+ */
+export async function dropUngrantedBlobs(db: Db, digests: readonly string[]): Promise<number> {
+  const wanted = [...new Set(digests)].sort();
+  let dropped = 0;
+  for (const slice of slices(wanted, 500)) {
+    dropped += await inTransaction(db, async (tx) => {
+      const sql = dialect(tx);
+      const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+        `SELECT id FROM blobs b WHERE b.state = 'stored' AND b.digest IN ${sql.list(slice.length)} ` +
+          `AND NOT EXISTS (SELECT 1 FROM blob_grants g WHERE g.digest = b.digest) ORDER BY b.digest${sql.lock("update")}`,
+        ...slice,
+      );
+      if (rows.length === 0) return 0;
+      // Their chunks go with them (ON DELETE CASCADE).
+      const deleted = await tx.blob.deleteMany({ where: { id: { in: rows.map((r) => r.id) }, state: "stored" } });
+      return deleted.count;
+    });
+  }
+  return dropped;
+}

@@ -1,8 +1,14 @@
 // `strata import`: a `.strata` file (export-format.ts) into this catalog. The whole file is
-// checked before anything is stored: its framing, its header, the snapshot record's security
-// checks (restore-record.ts), and every blob against its sha256. A file that fails any check
-// stores nothing. Then the blobs are stored (streamed from the file, verified again), and the
-// snapshot is recorded with its layers in one transaction, owned by the importing agent.
+// checked before anything is stored: its framing (every length against the file's own), its
+// header (every field bounded by the column it goes to), the snapshot record's security checks
+// (restore-record.ts), and every blob against its sha256. A file that fails any check stores
+// nothing. Then the blobs are stored for nobody (streamed from the file, verified again), and
+// one transaction grants them to the importing agent and records the snapshot with its layers.
+// A failure after the check pass removes the blobs it stored that nobody was granted, and
+// ungranted bytes are invisible to every agent and collected after the grace window, so even a
+// crash in between leaves nothing anyone can use or that lasts. (One transaction around the
+// blob writes too would hold SQLite's write lock, or a PostgreSQL transaction, for as long as
+// gigabytes take to write.)
 //
 // Where the imported snapshot lands: a checkpoint joins the importing agent's lineage of its
 // work context, as the head when the lineage has none (so acquiring that work context resumes
@@ -15,6 +21,8 @@ import { inTransaction, type Db } from "../db/client.ts";
 import { captureManifestSchema, manifestBlobDigests, type CaptureManifest } from "../domain/capture-manifest.ts";
 import { StrataError } from "../domain/errors.ts";
 import {
+  blobLine,
+  END_LINE_BYTES,
   EXPORT_MAGIC,
   exportHeaderSchema,
   MAX_HEADER_BYTES,
@@ -24,15 +32,15 @@ import {
 } from "../domain/export-format.ts";
 import { checkRestoreRecord } from "../domain/restore-record.ts";
 import type { AgentScope } from "../domain/scope.ts";
-import { putBlob } from "./blobs.ts";
+import { dropUngrantedBlobs, grantStoredBlobs, putBlob } from "./blobs.ts";
 import { publishLayers } from "./layers.ts";
 import { findOrCreateLineage, lockLineageRow } from "./lineages.ts";
 import { findOrCreateRepository } from "./repositories.ts";
 
-function notAnExport(why: string): StrataError {
+function notAnExport(why: string, field?: string): StrataError {
   return new StrataError("INVALID_INPUT", `The file is not a valid Strata export: ${why}.`, {
     hint: "Nothing was stored. Export the snapshot again (strata export <snapshot> > file.strata).",
-    data: { why },
+    data: field === undefined ? { why } : { why, field },
   });
 }
 
@@ -106,9 +114,18 @@ export async function verifyExportFile(file: string): Promise<VerifiedExport> {
     }
     const parsed = exportHeaderSchema.safeParse(raw);
     if (!parsed.success) {
-      throw notAnExport(`its header fails at ${parsed.error.issues[0]?.path.join(".") || "the top"}`);
+      const issue = parsed.error.issues[0];
+      const field = issue?.path.join(".") || "the top";
+      // The field and the rule, never the value (it may be anything).
+      throw notAnExport(`its header fails at ${field} (${issue?.code ?? "invalid"})`, field);
     }
     const header = parsed.data;
+    // The framing's lengths against the file's own, before reading any of it.
+    let expected = cursor.offset + END_LINE_BYTES;
+    for (const blob of header.blobs) expected += Buffer.byteLength(blobLine(blob.digest, blob.size)) + blob.size + 1;
+    if (expected !== cursor.size) {
+      throw notAnExport(`it is ${cursor.size < expected ? "shorter" : "longer"} than its header says`);
+    }
 
     const entries: VerifiedExport["entries"] = [];
     let manifestBytes: Buffer | null = null;
@@ -194,30 +211,50 @@ export async function importSnapshotFile(
   const verified = await verifyExportFile(opts.file);
   const { header } = verified;
 
-  let stored = 0;
-  let bytes = 0;
-  for (const entry of verified.entries) {
-    // The importing agent gets every blob of the file: the snapshot it records is its own.
-    const put = await putBlob(db, {
-      digest: entry.digest,
-      body: fileRange(opts.file, entry.offset, entry.size),
-      grantTo: opts.agent.agentId,
-    });
-    if (put.created) stored += 1;
-    bytes += entry.size;
+  // Stored for nobody until the record commits: the grant comes with the snapshot.
+  const storedHere: string[] = [];
+  try {
+    let bytes = 0;
+    for (const entry of verified.entries) {
+      const put = await putBlob(db, {
+        digest: entry.digest,
+        body: fileRange(opts.file, entry.offset, entry.size),
+        grantTo: null,
+      });
+      if (put.created) storedHere.push(entry.digest);
+      if (put.sizeBytes !== entry.size) throw notAnExport("a blob changed since it was checked");
+      bytes += entry.size;
+    }
+    const recorded = await recordImported(db, opts.agent, header, verified, opts.now ?? new Date());
+    return {
+      snapshotId: recorded.snapshotId,
+      created: recorded.created,
+      state: recorded.state,
+      exportedId: header.snapshot.id,
+      blobs: { count: verified.entries.length, bytes, new: recorded.newGrants },
+    };
+  } catch (error) {
+    // Nothing lasting from a failed import: the bytes it stored and nobody was granted go now.
+    await dropUngrantedBlobs(db, storedHere).catch(() => undefined);
+    throw error;
   }
-  const recorded = await recordImported(db, opts.agent, header, opts.now ?? new Date());
-  return { ...recorded, exportedId: header.snapshot.id, blobs: { count: verified.entries.length, bytes, new: stored } };
 }
 
 async function recordImported(
   db: Db,
   agent: AgentScope,
   header: ExportHeader,
+  verified: VerifiedExport,
   now: Date,
-): Promise<{ snapshotId: string; created: boolean; state: "ready" | "superseded" }> {
+): Promise<{ snapshotId: string; created: boolean; state: "ready" | "superseded"; newGrants: number }> {
   const s = header.snapshot;
   return inTransaction(db, async (tx) => {
+    // The importing agent gets every blob of the file: the snapshot it records is its own.
+    const newGrants = await grantStoredBlobs(
+      tx,
+      agent.agentId,
+      verified.entries.map((e) => e.digest),
+    );
     const existing = await tx.snapshot.findUnique({
       where: { id: s.id },
       select: { agentId: true, manifestDigest: true, state: true },
@@ -225,7 +262,7 @@ async function recordImported(
     if (existing && existing.agentId === agent.agentId && existing.manifestDigest === s.manifestDigest) {
       // Imported before: the content is stored again above; the record stays as it is.
       const state = existing.state === "ready" ? "ready" : "superseded";
-      return { snapshotId: s.id, created: false, state };
+      return { snapshotId: s.id, created: false, state, newGrants };
     }
     // An id another snapshot holds here: the import gets a new one.
     const snapshotId = existing ? randomUUID() : s.id;
@@ -299,6 +336,6 @@ async function recordImported(
       where: { id: snapshotId },
       data: state === "ready" ? { state, readyAt: now } : { state, readyAt: now, supersededAt: now },
     });
-    return { snapshotId, created: true, state };
+    return { snapshotId, created: true, state, newGrants };
   });
 }
