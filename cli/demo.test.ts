@@ -31,7 +31,7 @@ describeEachDatabase("strata demo", (catalog, kind) => {
     // The second machine could not reach the unpushed commit (it touched .env.local, so no bundle).
     const degraded = await db.restore.findFirstOrThrow({ where: { outcome: "degraded" } });
     expect(degraded.rung).toBe("checkpoint");
-    const pin = await db.pin.findUniqueOrThrow({ where: { pinId: degraded.pinId! } });
+    const pin = await db.pin.findFirstOrThrow({ where: { pinId: degraded.pinId! } });
     expect(pin.released).toBe(false);
     expect(pin.expiresAt!.getTime()).toBeGreaterThan(Date.now() + 29 * 24 * 3600 * 1000);
     expect(await db.restore.count({ where: { outcome: "pending" } })).toBe(1);

@@ -314,6 +314,8 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
   for (const d of [10.8, 10.2, 9.6]) await refunds.checkpoint(d);
   await pinSnapshot(db, {
     snapshotId: refunds.head!,
+    // A pin belongs to the agent whose snapshot it protects.
+    agentId: (await db.snapshot.findUniqueOrThrow({ where: { id: refunds.head! }, select: { agentId: true } })).agentId,
     pinId: "support:case-1193",
     holder: "support case 1193",
     purpose: "customer investigation",

@@ -35,7 +35,7 @@ describeEachDatabase("strata gc", (catalog) => {
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout) as { status: string; tally: { layersDeleted: number; blobsDeleted: number } };
     expect(result).toMatchObject({ status: "finished", tally: { layersDeleted: 1, blobsDeleted: 1 } });
-    expect((await db.layer.findUniqueOrThrow({ where: { uuid: layer.uuid } })).state).toBe("deleted");
+    expect((await db.layer.findFirstOrThrow({ where: { agentUuid: layer.uuid } })).state).toBe("deleted");
 
     const again = strata(["gc", "collect"], catalog().url);
     expect(again.code).toBe(0);

@@ -41,13 +41,21 @@ describe("the blob_grants migration", () => {
         };
         // One chain L1 <- L2 <- L3: A keeps its top, B only its bottom.
         const [l1, l2, l3] = [randomUUID(), randomUUID(), randomUUID()];
-        await db.layer.createMany({
-          data: [
-            { uuid: l1, parentUuid: null, digest: d.p1, sizeBytes: 1n, kind: "patch" },
-            { uuid: l2, parentUuid: l1, digest: d.p2, sizeBytes: 1n, kind: "patch" },
-            { uuid: l3, parentUuid: l2, digest: d.p3, sizeBytes: 1n, kind: "patch" },
-          ],
-        });
+        // Raw rows: the layers table of that schema has no agent columns yet.
+        for (const [uuid, parent, digest] of [
+          [l1, null, d.p1],
+          [l2, l1, d.p2],
+          [l3, l2, d.p3],
+        ] as const) {
+          await db.$executeRawUnsafe(
+            kind === "postgres"
+              ? `INSERT INTO layers (uuid, parent_uuid, digest, size_bytes, kind) VALUES ($1, $2, $3, 1, 'patch')`
+              : `INSERT INTO layers (uuid, parent_uuid, digest, size_bytes, kind) VALUES (?, ?, ?, 1, 'patch')`,
+            uuid,
+            parent,
+            digest,
+          );
+        }
         await readySnapshot(db, a, {
           manifestDigest: d.manifestA,
           heads: [l3],

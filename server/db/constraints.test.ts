@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Catalog } from "./client.ts";
+import { isUniqueViolation } from "./errors.ts";
 import { describeEachDatabase } from "./test-databases.ts";
 
 interface Fixture {
@@ -214,75 +215,117 @@ describeEachDatabase("catalog constraints", (catalog) => {
 
   describe("pins", () => {
     it("refuses to reopen a released pin", async () => {
+      const { agentId } = await fixture(db);
       const pinId = randomUUID();
-      await db.pin.create({ data: { pinId, snapshotId: randomUUID() } });
-      await db.pin.update({ where: { pinId }, data: { released: true, releasedAt: new Date() } });
+      const key = { agentId_pinId: { agentId, pinId } };
+      await db.pin.create({ data: { agentId, pinId, snapshotId: randomUUID() } });
+      await db.pin.update({ where: key, data: { released: true, releasedAt: new Date() } });
       await expectRefused(
         db,
-        () => db.pin.update({ where: { pinId }, data: { released: false, releasedAt: null } }),
+        () => db.pin.update({ where: key, data: { released: false, releasedAt: null } }),
         /reopened/,
       );
-      expect((await db.pin.findUniqueOrThrow({ where: { pinId } })).released).toBe(true);
+      expect((await db.pin.findUniqueOrThrow({ where: key })).released).toBe(true);
     });
 
-    it("refuses to move a pin to another snapshot or to delete an active pin", async () => {
+    it("refuses to move a pin to another snapshot or agent, or to delete an active pin", async () => {
+      const { agentId } = await fixture(db);
+      const other = await fixture(db);
       const pinId = randomUUID();
       const snapshotId = randomUUID();
-      await db.pin.create({ data: { pinId, snapshotId } });
-      await expectRefused(db, () => db.pin.update({ where: { pinId }, data: { snapshotId: randomUUID() } }), /rebound/);
-      await expectRefused(db, () => db.pin.delete({ where: { pinId } }), /active/);
-      expect((await db.pin.findUniqueOrThrow({ where: { pinId } })).snapshotId).toBe(snapshotId);
+      const key = { agentId_pinId: { agentId, pinId } };
+      await db.pin.create({ data: { agentId, pinId, snapshotId } });
+      await expectRefused(db, () => db.pin.update({ where: key, data: { snapshotId: randomUUID() } }), /rebound/);
+      await expectRefused(db, () => db.pin.update({ where: key, data: { agentId: other.agentId } }), /rebound/);
+      await expectRefused(db, () => db.pin.delete({ where: key }), /active/);
+      expect((await db.pin.findUniqueOrThrow({ where: key })).snapshotId).toBe(snapshotId);
     });
 
     it("refuses a released flag without its release time", async () => {
+      const { agentId } = await fixture(db);
       await expectRefused(db, () =>
-        db.pin.create({ data: { pinId: randomUUID(), snapshotId: randomUUID(), released: true } }),
+        db.pin.create({ data: { agentId, pinId: randomUUID(), snapshotId: randomUUID(), released: true } }),
+      );
+    });
+
+    it("keys pin ids per agent: two agents may use one id, one agent only once", async () => {
+      const a = await fixture(db);
+      const b = await fixture(db);
+      const pinId = `team-pin-${randomUUID()}`;
+      await db.pin.create({ data: { agentId: a.agentId, pinId, snapshotId: randomUUID() } });
+      await db.pin.create({ data: { agentId: b.agentId, pinId, snapshotId: randomUUID() } });
+      await expect(db.pin.create({ data: { agentId: a.agentId, pinId, snapshotId: randomUUID() } })).rejects.toSatisfy(
+        isUniqueViolation,
       );
     });
   });
 
   describe("layers", () => {
+    const layer = (data: { uuid: string; parentUuid?: string | null; digest: string; state?: string }) => ({
+      ...data,
+      agentUuid: data.uuid,
+      sizeBytes: 1n,
+      kind: "patch",
+    });
+
     it("refuses an unknown state, a self-parent, and moving a layer's state backwards", async () => {
       const uuid = randomUUID();
-      await db.layer.create({ data: { uuid, digest: "d".repeat(64), sizeBytes: 10n, kind: "patch" } });
+      await db.layer.create({ data: layer({ uuid, digest: "d".repeat(64) }) });
       await expect(
-        db.layer.create({
-          data: { uuid: randomUUID(), digest: "e".repeat(64), sizeBytes: 1n, kind: "patch", state: "gone" },
-        }),
+        db.layer.create({ data: layer({ uuid: randomUUID(), digest: "e".repeat(64), state: "gone" }) }),
       ).rejects.toThrow(/check/i);
       const self = randomUUID();
       await expect(
-        db.layer.create({
-          data: { uuid: self, parentUuid: self, digest: "e".repeat(64), sizeBytes: 1n, kind: "patch" },
-        }),
+        db.layer.create({ data: layer({ uuid: self, parentUuid: self, digest: "e".repeat(64) }) }),
       ).rejects.toThrow();
       await db.layer.update({ where: { uuid }, data: { state: "deleting" } });
       await expect(db.layer.update({ where: { uuid }, data: { state: "available" } })).rejects.toThrow();
       expect((await db.layer.findUniqueOrThrow({ where: { uuid } })).state).toBe("deleting");
     });
 
-    it("refuses rebinding a layer to another parent or digest", async () => {
+    it("refuses rebinding a layer to another parent, digest, agent uuid or agent", async () => {
+      const { agentId } = await fixture(db);
+      const other = await fixture(db);
       const parent = randomUUID();
       const child = randomUUID();
-      await db.layer.create({ data: { uuid: parent, digest: "1".repeat(64), sizeBytes: 1n, kind: "patch" } });
+      await db.layer.create({ data: { ...layer({ uuid: parent, digest: "1".repeat(64) }), agentId } });
       await db.layer.create({
-        data: { uuid: child, parentUuid: parent, digest: "2".repeat(64), sizeBytes: 1n, kind: "patch" },
+        data: { ...layer({ uuid: child, parentUuid: parent, digest: "2".repeat(64) }), agentId },
       });
-      for (const data of [{ parentUuid: null }, { digest: "3".repeat(64) }]) {
+      for (const data of [
+        { parentUuid: null },
+        { digest: "3".repeat(64) },
+        { agentUuid: randomUUID() },
+        { agentId: other.agentId },
+      ]) {
         const error = await db.layer.update({ where: { uuid: child }, data }).catch((e: unknown) => e);
         expect(errorText(error)).toMatch(/immutable/);
       }
       expect(await db.layer.findUniqueOrThrow({ where: { uuid: child } })).toMatchObject({
         parentUuid: parent,
         digest: "2".repeat(64),
+        agentId,
+        agentUuid: child,
       });
+    });
+
+    it("keys agent uuids per agent: two agents may declare one uuid, one agent only once", async () => {
+      const a = await fixture(db);
+      const b = await fixture(db);
+      const declared = randomUUID();
+      const row = (agentId: string) => ({
+        ...layer({ uuid: randomUUID(), digest: "5".repeat(64) }),
+        agentId,
+        agentUuid: declared,
+      });
+      await db.layer.create({ data: row(a.agentId) });
+      await db.layer.create({ data: row(b.agentId) });
+      await expect(db.layer.create({ data: row(a.agentId) })).rejects.toSatisfy(isUniqueViolation);
     });
 
     it("refuses a parent that does not exist", async () => {
       await expect(
-        db.layer.create({
-          data: { uuid: randomUUID(), parentUuid: randomUUID(), digest: "4".repeat(64), sizeBytes: 1n, kind: "patch" },
-        }),
+        db.layer.create({ data: layer({ uuid: randomUUID(), parentUuid: randomUUID(), digest: "4".repeat(64) }) }),
       ).rejects.toThrow();
     });
   });

@@ -45,7 +45,7 @@ export const layerKindSchema = z
  * One sealed artifact. Its bytes are the stored blob whose SHA-256 is `digest` (so a layer
  * references its bytes by digest, and two layers with equal bytes share one blob).
  */
-export const layerDescriptorSchema = z.object({
+export const layerDescriptorSchema = z.strictObject({
   uuid: layerUuidSchema,
   parentUuid: layerUuidSchema.nullable(),
   digest: blobDigestSchema,
@@ -54,7 +54,7 @@ export const layerDescriptorSchema = z.object({
 });
 export type LayerDescriptor = z.infer<typeof layerDescriptorSchema>;
 
-export const publishLayersInput = z.object({
+export const publishLayersInput = z.strictObject({
   /**
    * The layers this publish relies on: every new layer, and any reused ancestor the publisher
    * wants checked. A uuid already in the catalog must match its row exactly.

@@ -149,7 +149,7 @@ WITH facts AS (
     SELECT o.id, o.class, o.state, o.work_context_id FROM snapshots o
     WHERE o.id = head.degraded_from_id AND o.agent_id = k.agent_id AND o.state IN ('ready', 'superseded')
       AND EXISTS (
-        SELECT 1 FROM restores r JOIN pins p ON p.pin_id = r.pin_id
+        SELECT 1 FROM restores r JOIN pins p ON p.agent_id = r.agent_id AND p.pin_id = r.pin_id
         WHERE r.snapshot_id = o.id AND r.agent_id = k.agent_id AND r.outcome = 'degraded'
           AND r.discarded_at IS NULL AND NOT p.released
           AND (p.expires_at IS NULL OR p.expires_at > (k.now AT TIME ZONE 'UTC')))
@@ -186,8 +186,8 @@ WITH facts AS (
   SELECT ok.*, COALESCE(ok.lineage_id, ok.new_lineage_id) AS restore_lineage_id FROM ok
   WHERE ok.lineage_id IS NOT NULL OR ok.new_lineage_id IN (SELECT id FROM new_lineage)
 ), pin AS (
-  INSERT INTO pins (pin_id, snapshot_id, holder, purpose, created_at, expires_at)
-  SELECT pin_id, chosen_id, holder, 'restore', CURRENT_TIMESTAMP AT TIME ZONE 'UTC', pin_expires_at AT TIME ZONE 'UTC'
+  INSERT INTO pins (agent_id, pin_id, snapshot_id, holder, purpose, created_at, expires_at)
+  SELECT agent_id, pin_id, chosen_id, holder, 'restore', CURRENT_TIMESTAMP AT TIME ZONE 'UTC', pin_expires_at AT TIME ZONE 'UTC'
   FROM placed WHERE chosen_id IS NOT NULL
 ), rst AS (
   INSERT INTO restores (id, agent_id, repository_id, lineage_id, snapshot_id, backend_kind, base_image,

@@ -109,8 +109,11 @@ describeEachDatabase("capture and publish", (catalog, kind) => {
     expect(second.uploaded.blobs).toBe(3);
     const secondRow = await db.snapshot.findUniqueOrThrow({ where: { id: second.snapshotId } });
     expect(secondRow).toMatchObject({ predecessorId: first.snapshotId, sequence: 2 });
-    const layer = await db.layer.findUniqueOrThrow({ where: { uuid: second.manifest.patches[1]?.uuid ?? "" } });
-    expect(layer.parentUuid).toBe(first.manifest.patches[0]?.uuid);
+    const layer = await db.layer.findFirstOrThrow({
+      where: { agentUuid: second.manifest.patches[1]?.uuid ?? "" },
+      include: { parent: { select: { agentUuid: true } } },
+    });
+    expect(layer.parent?.agentUuid).toBe(first.manifest.patches[0]?.uuid);
     expect(await restoredTree(db, root, second.manifest)).toBe(second.manifest.tree);
     expect(await consistencyViolations(db, { hashBlobs: true })).toEqual([]);
   });

@@ -87,7 +87,7 @@ describeEachDatabase("seed 004 worked example", (catalog) => {
 
     // Cold-open S0: a pin before reading anything.
     const H0 = name(`pin-${randomUUID()}`, "H0");
-    await pinSnapshot(db, { snapshotId: S0, pinId: H0, purpose: "cold-open" });
+    await pinSnapshot(db, { agentId: owner.agentId, snapshotId: S0, pinId: H0, purpose: "cold-open" });
     expected = { ...expected, pins: [["H0", "S0", false]] };
     expect(await rows()).toEqual(expected);
 
@@ -140,13 +140,17 @@ describeEachDatabase("seed 004 worked example", (catalog) => {
     const listed = await listSnapshots(db, {}, { agentId: owner.agentId });
     expect(listed.items.map((s) => s.id).sort()).toEqual([S1, S2].sort());
     await expect(createCapturingSnapshot(db, owner, { alias })).rejects.toThrow();
-    const refused = await pinSnapshot(db, { snapshotId: S0, pinId: `late-${randomUUID()}` }).catch((e: unknown) => e);
+    const refused = await pinSnapshot(db, {
+      agentId: owner.agentId,
+      snapshotId: S0,
+      pinId: `late-${randomUUID()}`,
+    }).catch((e: unknown) => e);
     expect(isStrataError(refused, "PIN_REFUSED")).toBe(true);
-    expect((await pinSnapshot(db, { snapshotId: S0, pinId: H0 })).released).toBe(false);
+    expect((await pinSnapshot(db, { agentId: owner.agentId, snapshotId: S0, pinId: H0 })).released).toBe(false);
     expect(await rows()).toEqual(expected);
 
     // The last responsibility of H0 ends.
-    await releasePin(db, { snapshotId: S0, pinId: H0 });
+    await releasePin(db, { agentId: owner.agentId, snapshotId: S0, pinId: H0 });
     expected = { ...expected, pins: [["H0", "S0", true]] };
     expect(await rows()).toEqual(expected);
 

@@ -43,9 +43,10 @@ export async function collectionOverview(db: Db) {
         WHERE state = 'available' AND uuid NOT IN (SELECT uuid FROM reach)`,
     ),
     db.$queryRawUnsafe<PendingRow[]>(
-      `${REACHABLE} SELECT uuid, kind, digest, size_bytes, state, created_at, deleting_at FROM layers
-        WHERE state = 'deleting' OR (state = 'available' AND uuid NOT IN (SELECT uuid FROM reach))
-        ORDER BY state DESC, created_at ASC, uuid ASC LIMIT ${PENDING_SHOWN}`,
+      // Shown by the uuid its agent declared (the row key is the catalog's own).
+      `${REACHABLE} SELECT l.agent_uuid AS uuid, l.kind, l.digest, l.size_bytes, l.state, l.created_at, l.deleting_at
+        FROM layers l WHERE l.state = 'deleting' OR (l.state = 'available' AND l.uuid NOT IN (SELECT uuid FROM reach))
+        ORDER BY l.state DESC, l.created_at ASC, l.uuid ASC LIMIT ${PENDING_SHOWN}`,
     ),
     db.snapshot.findMany({
       where: { state: { in: [...HEAD_RELEASE_STATES] } },

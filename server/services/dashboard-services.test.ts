@@ -15,6 +15,7 @@ describeEachDatabase("dashboard services", (catalog) => {
     const h = await buildHistory(db);
     const operator = await makeUser(db, "operator");
     await pinSnapshot(db, {
+      agentId: h.agent.scope.agentId,
       snapshotId: h.bFirst,
       pinId: `hold:${h.bFirst}`,
       holder: "support",
@@ -49,6 +50,7 @@ describeEachDatabase("dashboard services", (catalog) => {
     for (let i = 0; i < 7; i++) {
       await db.pin.create({
         data: {
+          agentId: h.agent.scope.agentId,
           pinId: `page:${i}`,
           snapshotId: h.bFirst,
           holder: "support",
@@ -158,7 +160,7 @@ describeEachDatabase("dashboard services", (catalog) => {
     expect(after.retiredHeld.releasedNextRun.snapshots).toBe(0);
     expect(after.retiredHeld.alreadyReleased.snapshots).toBeGreaterThanOrEqual(1);
     // a2's own manifest layer is no longer reachable from any head: deleted by the run.
-    const layer = await db.layer.findUniqueOrThrow({ where: { uuid: h.manifestLayers[1]!.uuid } });
+    const layer = await db.layer.findFirstOrThrow({ where: { agentUuid: h.manifestLayers[1]!.uuid } });
     expect(layer.state).toBe("deleted");
     expect(after.pendingDeletion.unreachable).toBe(0);
     const audit = await listAuditEvents(db, { action: "gc.collect" });

@@ -61,7 +61,7 @@ describeEachDatabase("degraded-restore notices", (catalog) => {
       releasedPinId: h.degradedPinId,
       restoreTarget: { workspace, snapshotId: h.bFirst },
     });
-    expect((await describePin(db, h.degradedPinId)).active).toBe(false);
+    expect((await describePin(db, h.degradedPinId, { agentId: h.agent.scope.agentId })).active).toBe(false);
     const row = await db.restore.findUniqueOrThrow({ where: { id: h.degradedRestoreId } });
     expect(row).toMatchObject({ discardedBy: support.userId, discardReason: "customer rebuilt the branch by hand" });
     expect(row.result).toMatchObject({
@@ -106,7 +106,7 @@ describeEachDatabase("degraded-restore notices", (catalog) => {
     await expect(
       discardDegraded(db, { restoreId: h.degradedRestoreId, reason: "not mine to do", user: operator }),
     ).rejects.toSatisfy((e) => isStrataError(e, "FORBIDDEN"));
-    expect((await describePin(db, h.degradedPinId)).active).toBe(true);
+    expect((await describePin(db, h.degradedPinId, { agentId: h.agent.scope.agentId })).active).toBe(true);
     await expect(
       discardDegraded(db, { restoreId: h.acquireB, reason: "it restored", user: support }),
     ).rejects.toSatisfy((e) => isStrataError(e, "CONFLICT"));

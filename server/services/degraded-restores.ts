@@ -35,6 +35,7 @@ export type ListDegradedRestoresInput = z.input<typeof listDegradedRestoresInput
 const restoreSelect = {
   id: true,
   outcome: true,
+  agentId: true,
   rung: true,
   workspace: true,
   host: true,
@@ -73,18 +74,23 @@ export async function listDegradedRestores(db: Db, input: ListDegradedRestoresIn
     select: restoreSelect,
   });
   const [pins, users, now] = await Promise.all([
-    db.pin.findMany({ where: { pinId: { in: rows.map((r) => r.pinId).filter((p): p is string => p !== null) } } }),
+    // A restore's pin is its agent's (pin ids are per agent).
+    db.pin.findMany({
+      where: {
+        OR: rows.flatMap((r) => (r.pinId === null ? [] : [{ agentId: r.agentId, pinId: r.pinId }])),
+      },
+    }),
     db.user.findMany({
       where: { id: { in: rows.map((r) => r.discardedBy).filter((u): u is string => u !== null) } },
       select: { id: true, email: true },
     }),
     dbNow(db),
   ]);
-  const pinById = new Map(pins.map((p) => [p.pinId, p]));
+  const pinByKey = new Map(pins.map((p) => [`${p.agentId} ${p.pinId}`, p]));
   const emailById = new Map(users.map((u) => [u.id, u.email]));
   return rows.map((row) => {
-    const pin = row.pinId ? pinById.get(row.pinId) : undefined;
-    const { result: _result, ...rest } = row;
+    const pin = row.pinId ? pinByKey.get(`${row.agentId} ${row.pinId}`) : undefined;
+    const { result: _result, agentId: _agentId, ...rest } = row;
     return {
       ...rest,
       notice: describeRestoreResult({ outcome: outcomeOf(row), result: row.result, errorCode: row.errorCode }),
@@ -211,7 +217,9 @@ export async function discardDegraded(
       },
     });
     if (marked.count !== 1) throw new RetryTransaction("restore discarded concurrently");
-    if (row.pinId && row.snapshotId) await releasePin(tx, { snapshotId: row.snapshotId, pinId: row.pinId });
+    if (row.pinId && row.snapshotId) {
+      await releasePin(tx, { snapshotId: row.snapshotId, pinId: row.pinId, agentId: row.agentId });
+    }
     await recordAuditEvent(tx, {
       actor: { type: "user", id: opts.user.userId },
       action: "restore.discardDegraded",

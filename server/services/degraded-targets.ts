@@ -13,6 +13,7 @@ async function heldDegradedRestores(db: Db, agentId: string, snapshotId: string,
   if (restores.length === 0) return [];
   const pins = await db.pin.findMany({
     where: {
+      agentId,
       pinId: { in: restores.map((r) => r.pinId!) },
       released: false,
       OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
@@ -31,6 +32,6 @@ export async function isHeldDegradedOriginal(db: Db, agentId: string, snapshotId
 /** A full restore of the original ends the partial restores' holds on it. */
 export async function releaseDegradedHolds(db: Db, agentId: string, snapshotId: string, now: Date): Promise<number> {
   const held = await heldDegradedRestores(db, agentId, snapshotId, now);
-  for (const restore of held) await releasePin(db, { snapshotId, pinId: restore.pinId! });
+  for (const restore of held) await releasePin(db, { snapshotId, pinId: restore.pinId!, agentId });
   return held.length;
 }

@@ -148,7 +148,7 @@ describeEachDatabase("collection in separate processes", (catalog) => {
         // Between batches the catalog is already consistent, with work half done.
         expect(await consistencyViolations(db())).toEqual([]);
         expect(
-          await db().layer.count({ where: { uuid: { in: dead.map((l) => l.uuid) }, state: "deleting" } }),
+          await db().layer.count({ where: { agentUuid: { in: dead.map((l) => l.uuid) }, state: "deleting" } }),
         ).toBeGreaterThan(0);
       }
       collector.child.kill("SIGKILL");
@@ -169,14 +169,19 @@ describeEachDatabase("collection in separate processes", (catalog) => {
       expect(runs[0]).toMatchObject({ id: finished.runId, status: "finished" });
       expect(await db().lease.count({ where: { name: GC_LEASE } })).toBe(0);
 
-      const states = await db().layer.findMany({ where: { uuid: { in: [...dead, ...live].map((l) => l.uuid) } } });
+      const states = await db().layer.findMany({ where: { agentUuid: { in: [...dead, ...live].map((l) => l.uuid) } } });
       for (const l of states) {
-        expect(l.state, l.uuid).toBe(dead.some((d) => d.uuid === l.uuid) ? "deleted" : "available");
+        expect(l.state, l.agentUuid).toBe(dead.some((d) => d.uuid === l.agentUuid) ? "deleted" : "available");
       }
       expect(await db().blob.count({ where: { digest: { in: [...dead.map((l) => l.digest), ...loose] } } })).toBe(0);
       expect(await consistencyViolations(db(), { hashBlobs: true })).toEqual([]);
       const reachable = await reachableLayers(db());
-      for (const l of live) expect(reachable.has(l.uuid)).toBe(true);
+      const reachedByAgentUuid = new Set(
+        (await db().layer.findMany({ where: { uuid: { in: [...reachable] } }, select: { agentUuid: true } })).map(
+          (r) => r.agentUuid,
+        ),
+      );
+      for (const l of live) expect(reachedByAgentUuid.has(l.uuid)).toBe(true);
     },
     60_000,
   );

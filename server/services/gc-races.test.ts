@@ -67,7 +67,7 @@ describeEachDatabase("collection races", (catalog) => {
   }
 
   async function layerState(uuid: string): Promise<string> {
-    return (await db().layer.findUniqueOrThrow({ where: { uuid } })).state;
+    return (await db().layer.findFirstOrThrow({ where: { agentUuid: uuid } })).state;
   }
 
   /** After a publish that reused `prefix`: either it won and the prefix is whole, or it was refused. */
@@ -292,14 +292,14 @@ describeEachDatabase("collection races", (catalog) => {
         heads: [layer.uuid],
       }).catch((e: unknown) => e);
       expect(isStrataError(refused, "BLOB_MISSING")).toBe(true);
-      expect(await db().layer.count({ where: { uuid: layer.uuid } })).toBe(0);
+      expect(await db().layer.count({ where: { agentUuid: layer.uuid } })).toBe(0);
     }
   });
 
   it("under random concurrent publish, pin, retire and collection: nothing reachable is lost, nothing unreachable survives", async () => {
     const live: string[] = [];
     const snapshots: string[] = [];
-    const pins: { snapshotId: string; pinId: string }[] = [];
+    const pins: { agentId: string; snapshotId: string; pinId: string }[] = [];
     const pick = <T>(items: T[]): T | undefined => items[Math.floor(Math.random() * items.length)];
     const outcomes: Record<string, number> = {};
     const tally = (key: string) => (outcomes[key] = (outcomes[key] ?? 0) + 1);
@@ -324,8 +324,8 @@ describeEachDatabase("collection races", (catalog) => {
           const s = pick(snapshots);
           if (s) {
             const pinId = randomUUID();
-            await pinSnapshot(db(), { snapshotId: s, pinId });
-            pins.push({ snapshotId: s, pinId });
+            await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId });
+            pins.push({ agentId: owner.agentId, snapshotId: s, pinId });
           }
           tally("pinned");
         } else if (roll < 0.8) {

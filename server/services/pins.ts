@@ -2,6 +2,12 @@
 // something uses it. Release is idempotent, and a release that arrives before its pin closes
 // that pin id for ever. Retirement refuses new pins but never breaks established ones.
 //
+// Pin ids are per agent (the key is agent + pin id): every call names the agent, and sees only
+// that agent's ids. A pin is taken only on the agent's own snapshot; another agent's snapshot
+// is read exactly like a missing one (the same single statement finds neither), and a release
+// never looks at the snapshot at all, so no answer or query count tells another agent's ids
+// or snapshots from unused ones.
+//
 // A pin may carry an expiry (a partly restored worktree is kept 30 days). An expired pin no
 // longer protects anything, on the database's clock, even before collection records it as
 // released; its id is closed like a released one (pinning it again is PIN_CLOSED).
@@ -11,7 +17,7 @@
 // (and retirement keeps the heads), or retirement does (and the pin is refused).
 import { z } from "zod";
 import { inTransaction, type Db } from "../db/client.ts";
-import { isUniqueViolation, lockSnapshotRow, RetryTransaction } from "../db/errors.ts";
+import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
 import type { Pin } from "../db/generated/postgres/client.ts";
 import { dbNow, dialect } from "./content-sql.ts";
@@ -20,7 +26,13 @@ import { dbNow, dialect } from "./content-sql.ts";
 export const PINNABLE_STATES = ["ready", "superseded"] as const;
 export type PinnableState = (typeof PINNABLE_STATES)[number];
 
-export const pinIdSchema = z.string().trim().min(1).max(200);
+export const pinIdSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  // eslint-disable-next-line no-control-regex -- the point is to refuse control characters
+  .regex(/^[^\u0000-\u001f\u007f]*$/, "a pin id holds no control characters");
 
 /** The longest expiry a pin may ask for through the API. */
 export const MAX_PIN_SECONDS = 90 * 24 * 60 * 60;
@@ -34,8 +46,8 @@ export interface PinOptions {
   expiresAt?: Date;
   /** When the pin stops protecting, counted from now on the database's clock. */
   expiresInSeconds?: number;
-  /** When set, the snapshot must belong to this agent (otherwise NOT_FOUND). */
-  agentId?: string;
+  /** The agent the pin belongs to; the snapshot must be its own (otherwise NOT_FOUND). */
+  agentId: string;
   /** The states the pin may be taken in (default: every pinnable state); others are PIN_REFUSED. */
   states?: readonly PinnableState[];
 }
@@ -44,8 +56,11 @@ export interface ReleaseOptions {
   snapshotId: string;
   pinId: string;
   holder?: string;
-  /** When set, a snapshot that exists must belong to this agent (otherwise NOT_FOUND). */
-  agentId?: string;
+  /**
+   * The agent whose pin id this is. A release of an id the agent never used records it closed
+   * in the agent's own namespace, whoever's snapshot it names (or none): it protects nothing.
+   */
+  agentId: string;
 }
 
 /** Whether a pin protects its snapshot at `now` (database clock). */
@@ -61,24 +76,26 @@ function pinNotFound(pinId: string): StrataError {
   return new StrataError("NOT_FOUND", `Pin ${pinId} was not found.`);
 }
 
-/** The snapshot's owner, or null when there is no such snapshot. */
-async function ownerOf(db: Db, snapshotId: string): Promise<string | null> {
-  const row = await db.snapshot.findUnique({ where: { id: snapshotId }, select: { agentId: true } });
-  return row?.agentId ?? null;
+function pinKey(agentId: string, pinId: string) {
+  return { agentId_pinId: { agentId, pinId } };
 }
 
 /**
- * For an agent's call: the pin's snapshot must be the agent's, or (for a release-first row)
- * not exist at all. Anything else is NOT_FOUND, so pin ids of other agents leak nothing.
+ * Holds the agent's own snapshot row FOR SHARE (so retirement and head release cannot pass a
+ * new pin) and reads its state, in one statement; null when there is no such snapshot of this
+ * agent, whether it is missing or another agent's.
  */
-async function checkPinVisible(db: Db, pin: Pin, agentId: string | undefined): Promise<void> {
-  if (!agentId) return;
-  const owner = await ownerOf(db, pin.snapshotId);
-  if (owner !== null && owner !== agentId) throw pinNotFound(pin.pinId);
+async function shareOwnSnapshot(tx: Db, snapshotId: string, agentId: string): Promise<{ state: string } | null> {
+  const sql = dialect(tx);
+  const [row] = await tx.$queryRawUnsafe<{ state: string }[]>(
+    `SELECT state FROM snapshots WHERE id = ${sql.p(1)} AND agent_id = ${sql.p(2)}${sql.lock("share")}`,
+    snapshotId,
+    agentId,
+  );
+  return row ?? null;
 }
 
 async function checkExisting(db: Db, existing: Pin, opts: PinOptions): Promise<Pin> {
-  await checkPinVisible(db, existing, opts.agentId);
   if (existing.snapshotId !== opts.snapshotId) {
     throw new StrataError("CONFLICT", `Pin ${existing.pinId} protects another snapshot.`, {
       hint: "A pin id is bound to one snapshot for ever: use a new pin id.",
@@ -104,16 +121,11 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
     throw new StrataError("INVALID_INPUT", "expiresInSeconds must be positive.");
   }
   return inTransaction(db, async (tx) => {
-    const existing = await tx.pin.findUnique({ where: { pinId: opts.pinId } });
+    const existing = await tx.pin.findUnique({ where: pinKey(opts.agentId, opts.pinId) });
     if (existing) return checkExisting(tx, existing, opts);
 
-    // Hold the snapshot row so retirement and head release cannot pass this pin.
-    if (!(await lockSnapshotRow(tx, opts.snapshotId, "share"))) throw notFound(opts.snapshotId);
-    const snapshot = await tx.snapshot.findUnique({
-      where: { id: opts.snapshotId },
-      select: { state: true, agentId: true },
-    });
-    if (!snapshot || (opts.agentId && snapshot.agentId !== opts.agentId)) throw notFound(opts.snapshotId);
+    const snapshot = await shareOwnSnapshot(tx, opts.snapshotId, opts.agentId);
+    if (!snapshot) throw notFound(opts.snapshotId);
     if (!((opts.states ?? PINNABLE_STATES) as readonly string[]).includes(snapshot.state)) {
       throw new StrataError("PIN_REFUSED", `Snapshot ${opts.snapshotId} is ${snapshot.state} and takes no new pins.`, {
         hint: "Established pins keep protecting it; choose a ready snapshot for new work.",
@@ -128,6 +140,7 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
     try {
       return await tx.pin.create({
         data: {
+          agentId: opts.agentId,
           pinId: opts.pinId,
           snapshotId: opts.snapshotId,
           holder: opts.holder ?? null,
@@ -147,27 +160,24 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
 /** Releases a pin. Idempotent; a release before the pin records the pin id as closed. */
 export async function releasePin(db: Db, opts: ReleaseOptions): Promise<Pin> {
   return inTransaction(db, async (tx) => {
-    if (opts.agentId) {
-      const owner = await ownerOf(tx, opts.snapshotId);
-      if (owner !== null && owner !== opts.agentId) throw notFound(opts.snapshotId);
-    }
-    const existing = await tx.pin.findUnique({ where: { pinId: opts.pinId } });
+    const key = pinKey(opts.agentId, opts.pinId);
+    const existing = await tx.pin.findUnique({ where: key });
     const now = await dbNow(tx);
     if (existing) {
-      await checkPinVisible(tx, existing, opts.agentId);
       if (existing.snapshotId !== opts.snapshotId) {
         throw new StrataError("CONFLICT", `Pin ${opts.pinId} protects another snapshot.`);
       }
       if (existing.released) return existing;
       await tx.pin.updateMany({
-        where: { pinId: opts.pinId, released: false },
+        where: { agentId: opts.agentId, pinId: opts.pinId, released: false },
         data: { released: true, releasedAt: now },
       });
-      return tx.pin.findUniqueOrThrow({ where: { pinId: opts.pinId } });
+      return tx.pin.findUniqueOrThrow({ where: key });
     }
     try {
       return await tx.pin.create({
         data: {
+          agentId: opts.agentId,
           pinId: opts.pinId,
           snapshotId: opts.snapshotId,
           released: true,
@@ -184,11 +194,10 @@ export async function releasePin(db: Db, opts: ReleaseOptions): Promise<Pin> {
   });
 }
 
-/** Reads a pin's state without changing it. */
-export async function inspectPin(db: Db, pinId: string, opts: { agentId?: string } = {}): Promise<Pin> {
-  const pin = await db.pin.findUnique({ where: { pinId } });
+/** Reads one of the agent's pins without changing it. */
+export async function inspectPin(db: Db, pinId: string, opts: { agentId: string }): Promise<Pin> {
+  const pin = await db.pin.findUnique({ where: pinKey(opts.agentId, pinId) });
   if (!pin) throw pinNotFound(pinId);
-  await checkPinVisible(db, pin, opts.agentId);
   return pin;
 }
 
@@ -198,7 +207,7 @@ export interface PinView extends Pin {
 }
 
 /** A pin with whether it protects its snapshot now (database clock). */
-export async function describePin(db: Db, pinId: string, opts: { agentId?: string } = {}): Promise<PinView> {
+export async function describePin(db: Db, pinId: string, opts: { agentId: string }): Promise<PinView> {
   const pin = await inspectPin(db, pinId, opts);
   return { ...pin, active: isPinActive(pin, await dbNow(db)) };
 }
@@ -213,7 +222,7 @@ export async function hasActivePin(db: Db, snapshotId: string, now?: Date): Prom
   return pin !== null;
 }
 
-export const listPinsInput = z.object({
+export const listPinsInput = z.strictObject({
   snapshotId: z.string().trim().min(1).max(200).optional(),
   /** true: only pins that protect now; false: only released or expired ones. */
   active: z.boolean().optional(),
@@ -221,13 +230,14 @@ export const listPinsInput = z.object({
 });
 export type ListPinsInput = z.input<typeof listPinsInput>;
 
-/** The pins on an agent's own snapshots, newest first. */
+/** The agent's pins on its own snapshots, newest first. */
 export async function listAgentPins(db: Db, opts: ListPinsInput & { agentId: string }): Promise<PinView[]> {
-  const input = listPinsInput.parse(opts);
+  const { agentId: _agentId, ...fields } = opts;
+  const input = listPinsInput.parse(fields);
   const sql = dialect(db);
   const now = await dbNow(db);
   const params: unknown[] = [opts.agentId];
-  let where = `s.agent_id = ${sql.p(1)}`;
+  let where = `p.agent_id = ${sql.p(1)}`;
   if (input.snapshotId) {
     params.push(input.snapshotId);
     where += ` AND p.snapshot_id = ${sql.p(params.length)}`;
@@ -239,13 +249,13 @@ export async function listAgentPins(db: Db, opts: ListPinsInput & { agentId: str
   }
   params.push(input.limit);
   const ids = await db.$queryRawUnsafe<{ pin_id: string }[]>(
-    `SELECT p.pin_id FROM pins p JOIN snapshots s ON s.id = p.snapshot_id WHERE ${where} ` +
+    `SELECT p.pin_id FROM pins p JOIN snapshots s ON s.id = p.snapshot_id AND s.agent_id = p.agent_id WHERE ${where} ` +
       `ORDER BY p.created_at DESC, p.pin_id ASC LIMIT ${sql.p(params.length)}`,
     ...params,
   );
   if (ids.length === 0) return [];
   const pins = await db.pin.findMany({
-    where: { pinId: { in: ids.map((r) => r.pin_id) } },
+    where: { agentId: opts.agentId, pinId: { in: ids.map((r) => r.pin_id) } },
     orderBy: [{ createdAt: "desc" }, { pinId: "asc" }],
   });
   return pins.map((pin) => ({ ...pin, active: isPinActive(pin, now) }));
@@ -260,12 +270,12 @@ export async function releaseExpiredPins(db: Db, opts: { limit?: number; now?: D
     const now = opts.now ?? (await dbNow(tx));
     const due = await tx.pin.findMany({
       where: { released: false, expiresAt: { lte: now } },
-      select: { pinId: true },
+      select: { agentId: true, pinId: true },
       take: opts.limit ?? 500,
     });
     if (due.length === 0) return 0;
     const closed = await tx.pin.updateMany({
-      where: { pinId: { in: due.map((p) => p.pinId) }, released: false },
+      where: { OR: due.map((p) => ({ agentId: p.agentId, pinId: p.pinId })), released: false },
       data: { released: true, releasedAt: now },
     });
     return closed.count;

@@ -56,10 +56,10 @@ describeEachDatabase("retirement (delete is retire)", (catalog) => {
   it("releases heads only when no active pin remains, and repeating it is harmless", async () => {
     const s = await ready();
     const pinId = randomUUID();
-    await pinSnapshot(db(), { snapshotId: s, pinId });
+    await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId });
     await retireSnapshot(db(), { snapshotId: s, actor: { type: "system" } });
     expect(await releaseRetiredHeads(db(), { snapshotIds: [s] })).toMatchObject({ headsReleased: 0, snapshotsKept: 1 });
-    await releasePin(db(), { snapshotId: s, pinId });
+    await releasePin(db(), { agentId: owner.agentId, snapshotId: s, pinId });
     expect(await releaseRetiredHeads(db(), { snapshotIds: [s] })).toMatchObject({
       headsReleased: 2,
       snapshotsReleased: 1,
@@ -94,7 +94,7 @@ describeEachDatabase("retirement (delete is retire)", (catalog) => {
   it("ends a deleting snapshot as deleted once its heads are released and nothing pins it", async () => {
     const s = await ready();
     const pinId = randomUUID();
-    await pinSnapshot(db(), { snapshotId: s, pinId });
+    await pinSnapshot(db(), { agentId: owner.agentId, snapshotId: s, pinId });
     // The lineage sweeper hands snapshots past their retention to collection as `deleting`
     // (a ready one only once superseded, retired or failed).
     await db().snapshot.update({ where: { id: s }, data: { state: "superseded", supersededAt: new Date() } });
@@ -103,7 +103,7 @@ describeEachDatabase("retirement (delete is retire)", (catalog) => {
       snapshotsKept: 1,
       snapshotsDeleted: 0,
     });
-    await releasePin(db(), { snapshotId: s, pinId });
+    await releasePin(db(), { agentId: owner.agentId, snapshotId: s, pinId });
     expect(await releaseRetiredHeads(db(), { snapshotIds: [s] })).toMatchObject({
       headsReleased: 2,
       snapshotsDeleted: 1,

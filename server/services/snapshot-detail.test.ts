@@ -16,7 +16,12 @@ describeEachDatabase("snapshot detail", (catalog) => {
     const [p1, p2, p3] = h.patches as [LayerDescriptor, LayerDescriptor, LayerDescriptor];
     const manifestLayer = h.manifestLayers[2]!;
     const row = await db.snapshot.findUniqueOrThrow({ where: { id: a3 }, select: { treeId: true } });
-    await pinSnapshot(db, { snapshotId: a3, pinId: `support:${randomUUID()}`, holder: "support case 42" });
+    await pinSnapshot(db, {
+      agentId: h.agent.scope.agentId,
+      snapshotId: a3,
+      pinId: `support:${randomUUID()}`,
+      holder: "support case 42",
+    });
 
     const detail = await snapshotDetail(db, { snapshotId: a3 });
     expect(detail).toMatchObject({

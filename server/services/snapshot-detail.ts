@@ -190,7 +190,10 @@ export interface ForestLayer {
   sharedWith: number;
 }
 
-/** The heads and every layer beneath them (parent links), in batches of one level per query. */
+/**
+ * The heads and every layer beneath them (parent links), in batches of one level per query. The
+ * walk follows the catalog's row keys; layers are shown by the uuids their agent declared.
+ */
 async function layerForest(db: Db, snapshotId: string): Promise<{ layers: ForestLayer[]; truncated: boolean }> {
   const heads = await db.snapshotHead.findMany({ where: { snapshotId }, select: { layerUuid: true } });
   const headSet = new Set(heads.map((h) => h.layerUuid));
@@ -199,9 +202,21 @@ async function layerForest(db: Db, snapshotId: string): Promise<{ layers: Forest
   while (frontier.length > 0 && found.size < FOREST_LIMIT) {
     const rows = await db.layer.findMany({
       where: { uuid: { in: frontier.slice(0, FOREST_LIMIT - found.size) } },
-      select: { uuid: true, parentUuid: true, kind: true, digest: true, sizeBytes: true, state: true, createdAt: true },
+      select: {
+        uuid: true,
+        agentUuid: true,
+        parentUuid: true,
+        parent: { select: { agentUuid: true } },
+        kind: true,
+        digest: true,
+        sizeBytes: true,
+        state: true,
+        createdAt: true,
+      },
     });
-    for (const row of rows) found.set(row.uuid, { ...row, sizeBytes: Number(row.sizeBytes) });
+    for (const { uuid, agentUuid, parent, ...row } of rows) {
+      found.set(uuid, { ...row, uuid: agentUuid, parentUuid: parent?.agentUuid ?? null, sizeBytes: Number(row.sizeBytes) });
+    }
     frontier = [...new Set(rows.map((r) => r.parentUuid).filter((p): p is string => p !== null && !found.has(p)))];
   }
   const sharing = await db.snapshotHead.groupBy({
@@ -211,10 +226,10 @@ async function layerForest(db: Db, snapshotId: string): Promise<{ layers: Forest
   });
   const shared = new Map(sharing.map((s) => [s.layerUuid, s._count._all]));
   return {
-    layers: [...found.values()].map((l) => ({
+    layers: [...found].map(([key, l]) => ({
       ...l,
-      isHead: headSet.has(l.uuid),
-      sharedWith: shared.get(l.uuid) ?? 0,
+      isHead: headSet.has(key),
+      sharedWith: shared.get(key) ?? 0,
     })),
     truncated: frontier.length > 0,
   };

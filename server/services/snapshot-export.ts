@@ -32,25 +32,30 @@ async function write(out: Writable, data: string | Uint8Array): Promise<void> {
   if (!out.write(data)) await once(out, "drain");
 }
 
-/** The snapshot's layers: its heads and every ancestor, parents before children. */
+/**
+ * The snapshot's layers: its heads and every ancestor, parents before children, named by the
+ * uuids the agent declared (the catalog's own row keys never leave it).
+ */
 async function layersOf(db: Db, snapshotId: string): Promise<{ layers: LayerDescriptor[]; heads: string[] }> {
   const heads = (await db.snapshotHead.findMany({ where: { snapshotId }, select: { layerUuid: true } })).map(
     (h) => h.layerUuid,
   );
   const found = new Map<string, LayerDescriptor>();
+  const agentUuid = new Map<string, string>();
   let wanted = [...heads];
   while (wanted.length > 0) {
     const rows = await db.layer.findMany({
       where: { uuid: { in: wanted } },
-      select: { uuid: true, parentUuid: true, digest: true, sizeBytes: true, kind: true, state: true },
+      select: { uuid: true, agentUuid: true, parentUuid: true, digest: true, sizeBytes: true, kind: true, state: true },
     });
     wanted = [];
     for (const row of rows) {
       if (row.state !== "available") {
-        throw new StrataError("LAYER_UNAVAILABLE", `Layer ${row.uuid} of the snapshot is ${row.state}.`, {
-          data: { uuid: row.uuid },
+        throw new StrataError("LAYER_UNAVAILABLE", `Layer ${row.agentUuid} of the snapshot is ${row.state}.`, {
+          data: { uuid: row.agentUuid },
         });
       }
+      agentUuid.set(row.uuid, row.agentUuid);
       found.set(row.uuid, {
         uuid: row.uuid,
         parentUuid: row.parentUuid,
@@ -71,7 +76,11 @@ async function layersOf(db: Db, snapshotId: string): Promise<{ layers: LayerDesc
     ordered.push(layer);
   };
   for (const layer of found.values()) place(layer);
-  return { layers: ordered, heads };
+  const named = (uuid: string) => agentUuid.get(uuid)!;
+  return {
+    layers: ordered.map((l) => ({ ...l, uuid: named(l.uuid), parentUuid: l.parentUuid && named(l.parentUuid) })),
+    heads: heads.map(named),
+  };
 }
 
 /**

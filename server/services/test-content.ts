@@ -111,8 +111,15 @@ export async function contentRows(db: Db, names: Record<string, string>) {
     where: { id: { in: Object.keys(names) } },
     select: { id: true, alias: true, state: true, manifestDigest: true },
   });
-  const layers = await db.layer.findMany({ select: { uuid: true, parentUuid: true, digest: true, state: true } });
-  const heads = await db.snapshotHead.findMany({ select: { snapshotId: true, layerUuid: true } });
+  // Layers by the uuids their agents declared (the row keys are the catalog's own).
+  const layers = (
+    await db.layer.findMany({
+      select: { agentUuid: true, parent: { select: { agentUuid: true } }, digest: true, state: true },
+    })
+  ).map((l) => ({ uuid: l.agentUuid, parentUuid: l.parent?.agentUuid ?? null, digest: l.digest, state: l.state }));
+  const heads = (
+    await db.snapshotHead.findMany({ select: { snapshotId: true, layer: { select: { agentUuid: true } } } })
+  ).map((h) => ({ snapshotId: h.snapshotId, layerUuid: h.layer.agentUuid }));
   const pins = await db.pin.findMany({ select: { pinId: true, snapshotId: true, released: true } });
   const blobs = await db.blob.findMany({ select: { digest: true, state: true } });
   const chunks = await db.blobChunk.count();

@@ -49,7 +49,7 @@ describeEachDatabase("acquire and reportRestore", (catalog) => {
       outcome: "pending",
       pinId: plan.pinId,
     });
-    const pin = await db.pin.findUniqueOrThrow({ where: { pinId: plan.pinId ?? "" } });
+    const pin = await db.pin.findFirstOrThrow({ where: { pinId: plan.pinId ?? "" } });
     expect(pin).toMatchObject({ snapshotId: b0.snapshot.id, released: false, purpose: "restore" });
 
     const reported = await reportRestore(db, {
@@ -59,7 +59,7 @@ describeEachDatabase("acquire and reportRestore", (catalog) => {
       treeId: b0.snapshot.manifest.treeId ?? undefined,
     });
     expect(reported).toMatchObject({ restore: { outcome: "restored" }, next: null });
-    expect((await db.pin.findUniqueOrThrow({ where: { pinId: plan.pinId ?? "" } })).released).toBe(true);
+    expect((await db.pin.findFirstOrThrow({ where: { pinId: plan.pinId ?? "" } })).released).toBe(true);
     expect((await db.snapshot.findUniqueOrThrow({ where: { id: b0.snapshot.id } })).lastRestoredAt).not.toBeNull();
     // Repeating the report is idempotent; a different outcome is a conflict.
     expect((await reportRestore(db, { agent, restoreId: plan.restoreId, outcome: "restored" })).restore.outcome).toBe(
@@ -90,7 +90,7 @@ describeEachDatabase("acquire and reportRestore", (catalog) => {
       outcome: "degraded",
       result: { missing: ["node_modules/.cache", "bundle"] },
     });
-    expect((await db.pin.findUniqueOrThrow({ where: { pinId: plan.pinId ?? "" } })).released).toBe(false);
+    expect((await db.pin.findFirstOrThrow({ where: { pinId: plan.pinId ?? "" } })).released).toBe(false);
   });
 
   it("refuses `restored` with a tree id other than the recorded one", async () => {
@@ -140,8 +140,8 @@ describeEachDatabase("acquire and reportRestore", (catalog) => {
       mustInspectExternalState: true,
     });
     expect(step1.next?.notice).toMatch(/external state/);
-    expect((await db.pin.findUniqueOrThrow({ where: { pinId: resume.pinId ?? "" } })).released).toBe(true);
-    expect((await db.pin.findUniqueOrThrow({ where: { pinId: step1.next?.pinId ?? "" } })).released).toBe(false);
+    expect((await db.pin.findFirstOrThrow({ where: { pinId: resume.pinId ?? "" } })).released).toBe(true);
+    expect((await db.pin.findFirstOrThrow({ where: { pinId: step1.next?.pinId ?? "" } })).released).toBe(false);
 
     const step2 = await reportRestore(db, {
       agent,

@@ -531,7 +531,7 @@ export async function reportRestore(
     if (reported.count !== 1) throw new RetryTransaction("restore reported concurrently");
 
     if (restore.snapshotId && restore.pinId && input.outcome !== "degraded") {
-      await releasePin(tx, { snapshotId: restore.snapshotId, pinId: restore.pinId });
+      await releasePin(tx, { snapshotId: restore.snapshotId, pinId: restore.pinId, agentId });
     }
     if (restore.snapshotId && input.outcome === "restored") {
       // A full restore of a snapshot ends the holds of earlier partial restores of it.

@@ -122,8 +122,15 @@ describeEachDatabase("content API", (catalog, kind) => {
     await alice.pin.pin({ snapshotId: id, pinId });
     expect(await failure(bob.pin.pin({ snapshotId: id, pinId: randomUUID() }))).toBe("NOT_FOUND");
     expect(await failure(bob.pin.pin({ snapshotId: id, pinId }))).toBe("NOT_FOUND");
-    expect(await failure(bob.pin.release({ snapshotId: id, pinId }))).toBe("NOT_FOUND");
     expect(await failure(bob.pin.inspect({ pinId }))).toBe("NOT_FOUND");
+    // A release naming her snapshot (and her pin id) answers as one naming no snapshot: it closes
+    // an id of Bob's own, which protects nothing.
+    const released = await bob.pin.release({ snapshotId: id, pinId });
+    const { snapshotId: _s, pinId: _p, createdAt: _c, releasedAt: _r, ...shape } = released;
+    const elsewhere = await bob.pin.release({ snapshotId: randomUUID(), pinId: randomUUID() });
+    const { snapshotId: _s2, pinId: _p2, createdAt: _c2, releasedAt: _r2, ...shapeElsewhere } = elsewhere;
+    expect(shape).toEqual(shapeElsewhere);
+    expect(released).toMatchObject({ active: false, released: true, purpose: "released-before-pin" });
     expect(await bob.pin.list({ snapshotId: id })).toEqual([]);
     expect(await failure(bob.snapshot.delete({ snapshotId: id }))).toBe("NOT_FOUND");
     expect(await failure(bob.snapshot.publish({ snapshotId: id, layers: [], heads: [head] }))).toBe("NOT_FOUND");
@@ -167,7 +174,7 @@ describeEachDatabase("content API", (catalog, kind) => {
     const manifest = await refusal(publish(manifestBytes.digest, []));
     expect([manifest.code, manifest.data]).toEqual(["BLOB_MISSING", { digests: [manifestBytes.digest] }]);
     // Nothing was written.
-    expect(await db.layer.count({ where: { uuid: { in: [layer.uuid, ghost.uuid] } } })).toBe(0);
+    expect(await db.layer.count({ where: { agentUuid: { in: [layer.uuid, ghost.uuid] } } })).toBe(0);
     expect(await db.snapshotHead.count({ where: { snapshotId: id } })).toBe(0);
     expect((await db.snapshot.findUniqueOrThrow({ where: { id } })).state).toBe("capturing");
 

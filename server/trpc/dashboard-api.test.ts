@@ -90,7 +90,7 @@ describeEachDatabase("dashboard API roles", (catalog, kind) => {
   it("an operator cannot discard a degraded restore: FORBIDDEN, and its pin stays", async () => {
     const call = callerAs(users.operator).restore.discardDegraded({ restoreId: h.degradedRestoreId, reason: "try" });
     expect(await outcome(call)).toBe("FORBIDDEN");
-    expect((await describePin(catalog().db, h.degradedPinId)).active).toBe(true);
+    expect((await describePin(catalog().db, h.degradedPinId, { agentId: h.agent.scope.agentId })).active).toBe(true);
   });
 
   it("support cannot retire or run collection; nothing changes", async () => {
@@ -114,7 +114,7 @@ describeEachDatabase("dashboard API roles", (catalog, kind) => {
       reason: "worktree rebuilt",
     });
     expect(discarded).toMatchObject({ alreadyDiscarded: false, releasedPinId: h.degradedPinId });
-    expect((await describePin(db, h.degradedPinId)).active).toBe(false);
+    expect((await describePin(db, h.degradedPinId, { agentId: h.agent.scope.agentId })).active).toBe(false);
     const run = await callerAs(users.admin).dashboard.runCollection();
     expect(run.status).toBe("finished");
     const audit = await callerAs(users.support).dashboard.audit({ actorType: "user" });

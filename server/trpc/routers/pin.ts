@@ -13,9 +13,10 @@ import {
 } from "../../services/pins.ts";
 import { agentProcedure, router } from "../init.ts";
 
-const pinRef = z.object({ snapshotId: entityIdSchema, pinId: pinIdSchema });
+const pinRef = z.strictObject({ snapshotId: entityIdSchema, pinId: pinIdSchema });
 
-// Usage holds, for agents, on their own snapshots only (another agent's are NOT_FOUND).
+// Usage holds, for agents: pin ids are the agent's own, taken on its own snapshots only (another
+// agent's ids and snapshots answer exactly as unused ones).
 export const pinRouter = router({
   pin: agentProcedure
     .input(
@@ -46,7 +47,7 @@ export const pinRouter = router({
       return { ...pin, active: isPinActive(pin, new Date()) };
     }),
   inspect: agentProcedure
-    .input(z.object({ pinId: pinIdSchema }))
+    .input(z.strictObject({ pinId: pinIdSchema }))
     .output(pinViewSchema)
     .query(({ ctx, input }) => describePin(ctx.db, input.pinId, { agentId: ctx.agent.agentId })),
   list: agentProcedure
