@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { Manifest } from "./manifest.ts";
 import { branchOfCanonicalRef, objectIdSchema } from "./snapshot-keys.ts";
 
-export const baselineEvidenceSchema = z.object({
+export const baselineEvidenceSchema = z.strictObject({
   /** The remote-tracking ref of the canonical branch, e.g. refs/remotes/origin/main. */
   remoteTrackingRef: z.string().trim().min(1).max(300),
   /** Whether fetching that ref succeeded just before validation. */
@@ -20,7 +20,7 @@ export const baselineEvidenceSchema = z.object({
   modifiedCount: z.number().int().nonnegative(),
   /** Untracked files that are not ignored (ignored caches may stay). */
   untrackedCount: z.number().int().nonnegative(),
-  inProgress: z.object({
+  inProgress: z.strictObject({
     merge: z.boolean(),
     rebase: z.boolean(),
     cherryPick: z.boolean(),

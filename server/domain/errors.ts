@@ -2,6 +2,9 @@
 
 export const ERROR_CODES = {
   INVALID_INPUT: { status: "BAD_REQUEST", retryable: false },
+  // The request itself is wrong before any input is read (HTTP 405 and 415).
+  METHOD_NOT_ALLOWED: { status: "METHOD_NOT_SUPPORTED", retryable: false },
+  UNSUPPORTED_MEDIA_TYPE: { status: "UNSUPPORTED_MEDIA_TYPE", retryable: false },
   NOT_FOUND: { status: "NOT_FOUND", retryable: false },
   FORBIDDEN: { status: "FORBIDDEN", retryable: false },
   UNAUTHORIZED: { status: "UNAUTHORIZED", retryable: false },

@@ -140,14 +140,14 @@ export const hostPathSchema = z
   .refine((p) => !/[\u0000-\u001f]/.test(p), "must not contain control characters");
 
 /** A capture job: capture the checkout at `dir` on the host and append it to the lineage of `key`. */
-export const captureJobDataSchema = z.object({
+export const captureJobDataSchema = z.strictObject({
   dir: hostPathSchema,
   key: lineageKeySchema,
 });
 export type CaptureJobData = z.infer<typeof captureJobDataSchema>;
 
 /** A restore job: restore what acquire decided (restore `restoreId`, then the ladder) into `into`. */
-export const restoreJobDataSchema = z.object({
+export const restoreJobDataSchema = z.strictObject({
   restoreId: z.string().min(1),
   into: hostPathSchema,
 });

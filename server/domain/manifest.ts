@@ -10,7 +10,7 @@ export const blobDigestSchema = z
   .toLowerCase()
   .regex(/^[0-9a-f]{64}$/, "expected a sha256 hex digest");
 
-export const manifestSchema = z.object({
+export const manifestSchema = z.strictObject({
   /** The git tree id of the captured worktree (what a restore is verified against). */
   treeId: objectIdSchema,
   /** HEAD at capture. */

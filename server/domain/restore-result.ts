@@ -46,7 +46,7 @@ export const CHANGE_SET_FAILURES = [
   "no-base",
 ] as const;
 
-export const missingChangeSetSchema = z.object({
+export const missingChangeSetSchema = z.strictObject({
   uuid: z.uuid(),
   kind: z.enum(["full", "incremental"]),
   digest: blobDigestSchema,
@@ -68,7 +68,7 @@ export const RESTORE_WARNINGS = [
   "stale-restore-retained",
 ] as const;
 
-export const restoreWarningSchema = z.object({
+export const restoreWarningSchema = z.strictObject({
   kind: z.enum(RESTORE_WARNINGS),
   message: z.string().max(2000),
   paths: z.array(z.string().max(4096)).max(1000).optional(),
@@ -78,7 +78,7 @@ export type RestoreWarning = z.infer<typeof restoreWarningSchema>;
 export const RESTORE_PHASES = ["fetch", "reconstruct", "materialize", "verify", "publish"] as const;
 export type RestorePhase = (typeof RESTORE_PHASES)[number];
 
-export const restoreTimingsSchema = z.object({
+export const restoreTimingsSchema = z.strictObject({
   fetch: z.number().nonnegative(),
   reconstruct: z.number().nonnegative(),
   materialize: z.number().nonnegative(),
@@ -89,14 +89,14 @@ export const restoreTimingsSchema = z.object({
 });
 export type RestoreTimings = z.infer<typeof restoreTimingsSchema>;
 
-export const restoreResultSchema = z.object({
+export const restoreResultSchema = z.strictObject({
   version: z.literal(1),
   /** `restored`: the recorded tree, verified; `degraded`: less; `unrestored`: nothing written. */
   status: z.enum(["restored", "degraded", "unrestored"]),
   snapshotId: z.string(),
-  recorded: z.object({ head: objectIdSchema.nullable(), tree: objectIdSchema, branch: z.string().nullable() }),
+  recorded: z.strictObject({ head: objectIdSchema.nullable(), tree: objectIdSchema, branch: z.string().nullable() }),
   /** What the worktree holds. */
-  holds: z.object({
+  holds: z.strictObject({
     stage: z.enum(RESTORE_STAGES),
     head: objectIdSchema.nullable(),
     /** The tree of the files written (null when nothing was). */
@@ -106,7 +106,7 @@ export const restoreResultSchema = z.object({
     appliedChangeSets: z.array(z.uuid()),
   }),
   /** What the worktree lacks; empty lists and null cause when restored exactly. */
-  missing: z.object({
+  missing: z.strictObject({
     /** Recorded commits (HEAD, unpushed ones) that the restored history does not hold. */
     commits: z.array(objectIdSchema),
     changeSets: z.array(missingChangeSetSchema),

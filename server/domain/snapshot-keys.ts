@@ -1,6 +1,7 @@
 // The identities a snapshot is selected by: the repository, the baseline key and the
 // checkpoint lineage key. Plain schemas and normalizers, no I/O.
 import { z } from "zod";
+import { identifierText } from "./text.ts";
 
 /** A git object id: SHA-1 (40 hex) or SHA-256 (64 hex), lower case. */
 export const objectIdSchema = z
@@ -10,7 +11,7 @@ export const objectIdSchema = z
   .regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "expected a 40 or 64 character hex git object id");
 
 /** An opaque id the API handed out (snapshot, lineage, restore). */
-export const entityIdSchema = z.string().trim().min(1).max(200);
+export const entityIdSchema = identifierText({ max: 200 });
 
 const labelSchema = z
   .string()
@@ -19,7 +20,7 @@ const labelSchema = z
   .max(300)
   .regex(/^[^\s]+$/, "no whitespace");
 
-export const repositoryRefSchema = z.object({
+export const repositoryRefSchema = z.strictObject({
   /** A credential-free identity, normally the remote URL without user info (github.com/acme/app). */
   identity: z
     .string()
@@ -30,7 +31,7 @@ export const repositoryRefSchema = z.object({
       message: "must not carry credentials (user info in the URL)",
     }),
   /** A display name; defaults to the last path segment of the identity. */
-  name: z.string().trim().min(1).max(200).optional(),
+  name: identifierText({ max: 200 }).optional(),
 });
 export type RepositoryRef = z.infer<typeof repositoryRefSchema>;
 
@@ -45,7 +46,7 @@ export function repositoryDisplayName(ref: RepositoryRef): string {
 }
 
 /** The backend kind and base image a snapshot is only valid on. */
-export const backendScopeSchema = z.object({
+export const backendScopeSchema = z.strictObject({
   backendKind: labelSchema,
   /** An immutable base-image identity (a digest, not a moving tag). */
   baseImage: labelSchema,
@@ -70,21 +71,16 @@ export function branchOfCanonicalRef(canonicalRef: string): string {
 }
 
 /** A durable work identity, derived from task state, never from a conversation. */
-export const workContextIdSchema = z
-  .string()
-  .trim()
-  .min(1)
-  .max(200)
-  .regex(/^[^\s]+$/, "no whitespace");
+export const workContextIdSchema = identifierText({ max: 200 }).regex(/^[^\s]+$/, "no whitespace");
 
-export const baselineKeySchema = z.object({
+export const baselineKeySchema = z.strictObject({
   repository: repositoryRefSchema,
   ...backendScopeSchema.shape,
   canonicalRef: canonicalRefSchema,
 });
 export type BaselineKey = z.infer<typeof baselineKeySchema>;
 
-export const lineageKeySchema = z.object({
+export const lineageKeySchema = z.strictObject({
   repository: repositoryRefSchema,
   ...backendScopeSchema.shape,
   workContextId: workContextIdSchema,
@@ -92,8 +88,8 @@ export const lineageKeySchema = z.object({
 export type LineageKey = z.infer<typeof lineageKeySchema>;
 
 /** Where a capture or a restore happened (attribution only). */
-export const sourceSchema = z.object({
+export const sourceSchema = z.strictObject({
   workspace: z.string().trim().min(1).max(500),
-  host: z.string().trim().min(1).max(300),
+  host: identifierText({ max: 300 }),
 });
 export type Source = z.infer<typeof sourceSchema>;

@@ -5,7 +5,7 @@ import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { decodeCursor, encodeCursor } from "./snapshot-list.ts";
 
-export const listAuditEventsInput = z.object({
+export const listAuditEventsInput = z.strictObject({
   cursor: z.string().max(200).optional(),
   limit: z.number().int().min(1).max(200).default(50),
   action: z.string().trim().min(1).max(100).optional(),

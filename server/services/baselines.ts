@@ -18,6 +18,7 @@ import {
   toSnapshotRef,
   type SnapshotRefRow,
 } from "./snapshots.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
 /** The ready baseline of a key (at most one exists: a partial unique index keeps it so). */
 export function findReadyBaseline(
@@ -38,7 +39,7 @@ export function findReadyBaseline(
   });
 }
 
-export const publishBaselineInput = z.object({
+export const publishBaselineInput = z.strictObject({
   key: baselineKeySchema,
   commit: objectIdSchema,
   manifest: manifestSchema,
@@ -53,7 +54,7 @@ export async function publishBaseline(
   db: Db,
   opts: PublishBaselineInput & { agent: AgentScope; now?: Date },
 ): Promise<PublishBaselineResult> {
-  const input = publishBaselineInput.parse(opts);
+  const input = publishBaselineInput.parse(clientFields(opts, "agent", "now"));
   const { key, commit, manifest, evidence } = input;
   const failed = failedEvidenceChecks({ canonicalRef: key.canonicalRef, commit, manifest, evidence });
   if (failed.length > 0) {
@@ -116,14 +117,14 @@ export async function publishBaseline(
   });
 }
 
-export const baselineHeadInput = z.object({ key: baselineKeySchema });
+export const baselineHeadInput = z.strictObject({ key: baselineKeySchema });
 
 /** The ready baseline of the calling agent's key, or null: what a publisher observes before capturing. */
 export async function findBaselineHead(
   db: Db,
   opts: z.input<typeof baselineHeadInput> & { agent: AgentScope },
 ): Promise<SnapshotRef | null> {
-  const { key } = baselineHeadInput.parse(opts);
+  const { key } = baselineHeadInput.parse(clientFields(opts, "agent"));
   const repository = await findRepository(db, key.repository.identity);
   if (!repository) return null;
   const row = await findReadyBaseline(db, { ...key, agentId: opts.agent.agentId, repositoryId: repository.id });

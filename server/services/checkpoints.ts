@@ -14,8 +14,9 @@ import { isHeldDegradedOriginal } from "./degraded-targets.ts";
 import { findOrCreateLineage, lockLineageRow } from "./lineages.ts";
 import { findOrCreateRepository } from "./repositories.ts";
 import { manifestColumns, observedHeadOf, snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
-export const appendCheckpointInput = z.object({
+export const appendCheckpointInput = z.strictObject({
   key: lineageKeySchema,
   /** The lineage head the worker saw before capturing; null when it saw none. */
   observedHeadId: entityIdSchema.nullable(),
@@ -31,7 +32,7 @@ export async function appendCheckpoint(
   db: Db,
   opts: AppendCheckpointInput & { agent: AgentScope; now?: Date },
 ): Promise<AppendCheckpointResult> {
-  const input = appendCheckpointInput.parse(opts);
+  const input = appendCheckpointInput.parse(clientFields(opts, "agent", "now"));
   const { key, manifest, observedHeadId } = input;
   const agentId = opts.agent.agentId;
   const digest = manifestDigest(manifest);

@@ -17,6 +17,7 @@ import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { recordAuditEvent } from "./audit.ts";
 import { dbNow } from "./content-sql.ts";
 import { isPinActive, releasePin } from "./pins.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
 /** Outcomes that put a restore in the queue. */
 export const NOTICE_OUTCOMES = ["degraded", "unrestored"] as const;
@@ -25,7 +26,7 @@ type NoticeOutcome = (typeof NOTICE_OUTCOMES)[number];
 /** Who may discard a degraded restore. */
 export const DISCARD_ROLES: readonly UserRole[] = ["support", "admin"];
 
-export const listDegradedRestoresInput = z.object({
+export const listDegradedRestoresInput = z.strictObject({
   /** open: still in the queue; discarded: already handled. */
   status: z.enum(["open", "discarded"]).default("open"),
   limit: z.number().int().min(1).max(500).default(200),
@@ -123,7 +124,7 @@ function restoreTargetOf(result: Prisma.JsonValue | null): RestoreTarget | null 
   return target && typeof target === "object" ? target : null;
 }
 
-export const discardDegradedInput = z.object({
+export const discardDegradedInput = z.strictObject({
   restoreId: entityIdSchema,
   reason: z.string().trim().min(3, "say why in a few words").max(1000),
 });
@@ -153,7 +154,7 @@ export async function discardDegraded(
   db: Db,
   opts: DiscardDegradedInput & { user: UserScope },
 ): Promise<DiscardDegradedResult> {
-  const input = discardDegradedInput.parse(opts);
+  const input = discardDegradedInput.parse(clientFields(opts, "user"));
   if (!DISCARD_ROLES.includes(opts.user.role)) {
     throw new StrataError("FORBIDDEN", "Discarding a degraded restore needs the support or admin role.");
   }

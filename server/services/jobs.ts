@@ -17,6 +17,7 @@ import type { RestorePlan } from "../domain/views.ts";
 import { jobQueueFor } from "../jobs/job-queues.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { acquireWorkspace, acquireWorkspaceInput } from "./workspaces.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
 const queues = new WeakMap<object, JobQueue>();
 
@@ -42,7 +43,7 @@ export async function enqueueCapture(
   kind: DatabaseKind,
   opts: EnqueueCaptureInput & { agent: AgentScope },
 ): Promise<JobView> {
-  const input = enqueueCaptureInput.parse(opts);
+  const input = enqueueCaptureInput.parse(clientFields(opts, "agent"));
   const job = await queueOf(db, kind).enqueue(db, {
     kind: "capture",
     host: input.host,
@@ -70,7 +71,7 @@ export async function enqueueRestore(
   kind: DatabaseKind,
   opts: EnqueueRestoreInput & { agent: AgentScope },
 ): Promise<{ plan: RestorePlan; job: JobView | null }> {
-  const input = enqueueRestoreInput.parse(opts);
+  const input = enqueueRestoreInput.parse(clientFields(opts, "agent"));
   return inTransaction(db, async (tx) => {
     const plan = await acquireWorkspace(tx, { ...input, agent: opts.agent });
     if (!plan.snapshot) return { plan, job: null };
@@ -84,7 +85,7 @@ export async function enqueueRestore(
   });
 }
 
-export const listJobsInput = z.object({
+export const listJobsInput = z.strictObject({
   kind: z.enum(JOB_KINDS).optional(),
   host: hostNameSchema.optional(),
   states: z.array(z.enum(JOB_STATES)).min(1).max(JOB_STATES.length).optional(),
@@ -99,7 +100,7 @@ export async function listJobs(
   kind: DatabaseKind,
   opts: ListJobsInput & { agent: AgentScope },
 ): Promise<JobView[]> {
-  const input = listJobsInput.parse(opts);
+  const input = listJobsInput.parse(clientFields(opts, "agent"));
   return queueOf(db, kind).list(db, { ...input, agentId: opts.agent.agentId });
 }
 

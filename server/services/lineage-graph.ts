@@ -11,7 +11,7 @@ import { entityIdSchema } from "../domain/snapshot-keys.ts";
 /** More snapshots than this in one repository and the graph shows the newest ones. */
 export const GRAPH_NODE_LIMIT = 20_000;
 
-export const repositoryGraphInput = z.object({
+export const repositoryGraphInput = z.strictObject({
   repositoryId: entityIdSchema,
   limit: z.number().int().min(1).max(GRAPH_NODE_LIMIT).default(GRAPH_NODE_LIMIT),
 });

@@ -16,6 +16,7 @@ import {
 import { recordAuditEvent, type AuditActor } from "./audit.ts";
 import { decodeCursor, encodeCursor } from "./snapshot-list.ts";
 import { snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
 /**
  * Locks a lineage row until the transaction ends and returns its state (null: no such row).
@@ -114,12 +115,12 @@ function lineageNotFound(lineageId: string): StrataError {
   return new StrataError("NOT_FOUND", `Lineage ${lineageId} was not found.`);
 }
 
-export const getLineageInput = z.object({ lineageId: entityIdSchema });
+export const getLineageInput = z.strictObject({ lineageId: entityIdSchema });
 export type GetLineageInput = z.input<typeof getLineageInput>;
 
 /** One lineage of the calling agent with its ready head. Another agent's lineage is NOT_FOUND. */
 export async function getLineage(db: Db, opts: GetLineageInput & { agent: AgentScope }): Promise<LineageView> {
-  const { lineageId } = getLineageInput.parse(opts);
+  const { lineageId } = getLineageInput.parse(clientFields(opts, "agent"));
   const row = await db.lineage.findFirst({
     where: { id: lineageId, agentId: opts.agent.agentId },
     select: lineageViewSelect,
@@ -128,7 +129,7 @@ export async function getLineage(db: Db, opts: GetLineageInput & { agent: AgentS
   return toLineageView(row);
 }
 
-export const listLineagesInput = z.object({
+export const listLineagesInput = z.strictObject({
   cursor: z.string().max(200).optional(),
   limit: z.number().int().min(1).max(200).default(50),
   repositoryIdentity: z.string().trim().min(1).max(500).optional(),
@@ -142,7 +143,7 @@ export async function listLineages(
   db: Db,
   opts: ListLineagesInput & { agent: AgentScope },
 ): Promise<{ items: LineageView[]; nextCursor: string | null }> {
-  const input = listLineagesInput.parse(opts);
+  const input = listLineagesInput.parse(clientFields(opts, "agent"));
   const where: Prisma.LineageWhereInput = {
     agentId: opts.agent.agentId,
     ...(input.repositoryIdentity ? { repository: { identity: input.repositoryIdentity } } : {}),
@@ -167,7 +168,7 @@ export async function listLineages(
   };
 }
 
-export const retireLineageInput = z.object({
+export const retireLineageInput = z.strictObject({
   lineageId: entityIdSchema,
   reason: lineageRetireReasonSchema,
   /** A note for the audit log. */
@@ -200,7 +201,7 @@ export async function retireLineage(
   db: Db,
   opts: RetireLineageInput & { actor: LineageRetirer; now?: Date },
 ): Promise<RetireLineageResult> {
-  const input = retireLineageInput.parse(opts);
+  const input = retireLineageInput.parse(clientFields(opts, "actor", "now"));
   const { actor } = opts;
   if (!REASONS_BY_ACTOR[actor.kind].includes(input.reason)) {
     throw new StrataError("INVALID_INPUT", `A ${actor.kind} cannot retire a lineage as ${input.reason}.`, {

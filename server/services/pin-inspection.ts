@@ -8,7 +8,7 @@ import { dbNow } from "./content-sql.ts";
 import { decodeCursor, encodeCursor } from "./snapshot-list.ts";
 import { HEAD_RELEASE_STATES } from "./retirement.ts";
 
-export const inspectPinsInput = z.object({
+export const inspectPinsInput = z.strictObject({
   /** active: protecting now; closed: released or expired. */
   status: z.enum(["all", "active", "closed"]).default("all"),
   /** Only active pins on retired (or deleting) snapshots: what keeps retired content from GC. */

@@ -12,10 +12,11 @@ import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { dbNow } from "./content-sql.ts";
 import { retireLineage } from "./lineages.ts";
 import { HEAD_RELEASE_STATES, retireSnapshot } from "./retirement.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
 export const retirementSubjectInput = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("snapshot"), id: entityIdSchema }),
-  z.object({ kind: z.literal("lineage"), id: entityIdSchema }),
+  z.strictObject({ kind: z.literal("snapshot"), id: entityIdSchema }),
+  z.strictObject({ kind: z.literal("lineage"), id: entityIdSchema }),
 ]);
 export type RetirementSubjectInput = z.input<typeof retirementSubjectInput>;
 
@@ -217,12 +218,12 @@ export async function previewRetirement(db: Db, input: RetirementSubjectInput) {
 
 export type RetirementPreview = Awaited<ReturnType<typeof previewRetirement>>;
 
-export const retireSnapshotByUserInput = z.object({ snapshotId: entityIdSchema, reason: retirementReasonSchema });
+export const retireSnapshotByUserInput = z.strictObject({ snapshotId: entityIdSchema, reason: retirementReasonSchema });
 export type RetireSnapshotByUserInput = z.input<typeof retireSnapshotByUserInput>;
 
 /** Retires one snapshot for a dashboard user; the audit event carries the user and the reason. */
 export async function retireSnapshotByUser(db: Db, opts: RetireSnapshotByUserInput & { user: UserScope }) {
-  const input = retireSnapshotByUserInput.parse(opts);
+  const input = retireSnapshotByUserInput.parse(clientFields(opts, "user"));
   return retireSnapshot(db, {
     snapshotId: input.snapshotId,
     actor: { type: "user", id: opts.user.userId },
@@ -230,12 +231,12 @@ export async function retireSnapshotByUser(db: Db, opts: RetireSnapshotByUserInp
   });
 }
 
-export const retireLineageByUserInput = z.object({ lineageId: entityIdSchema, reason: retirementReasonSchema });
+export const retireLineageByUserInput = z.strictObject({ lineageId: entityIdSchema, reason: retirementReasonSchema });
 export type RetireLineageByUserInput = z.input<typeof retireLineageByUserInput>;
 
 /** Retires a lineage for a dashboard user (reason `operator`, the person's words as the note). */
 export async function retireLineageByUser(db: Db, opts: RetireLineageByUserInput & { user: UserScope }) {
-  const input = retireLineageByUserInput.parse(opts);
+  const input = retireLineageByUserInput.parse(clientFields(opts, "user"));
   const result = await retireLineage(db, {
     lineageId: input.lineageId,
     reason: "operator",

@@ -12,7 +12,7 @@ import { readBlob, statBlob } from "./blobs.ts";
 import { dbNow } from "./content-sql.ts";
 import { isPinActive } from "./pins.ts";
 
-export const snapshotDetailInput = z.object({ snapshotId: entityIdSchema });
+export const snapshotDetailInput = z.strictObject({ snapshotId: entityIdSchema });
 export type SnapshotDetailInput = z.input<typeof snapshotDetailInput>;
 
 /** Manifests are small; anything larger than this is not one. */

@@ -4,7 +4,7 @@ import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 
-export const snapshotListInput = z.object({
+export const snapshotListInput = z.strictObject({
   cursor: z.string().max(200).optional(),
   limit: z.number().int().min(1).max(200).default(50),
   repositoryId: z.string().uuid().optional(),

@@ -9,6 +9,7 @@ import { normalizeBlobDigests, type Manifest } from "../domain/manifest.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { snapshotClassSchema, snapshotStateSchema, type SnapshotDetail, type SnapshotRef } from "../domain/views.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
 export const snapshotRefSelect = {
   id: true,
@@ -114,7 +115,7 @@ const snapshotDetailSelect = {
   repository: { select: { id: true, identity: true, name: true } },
 } satisfies Prisma.SnapshotSelect;
 
-export const getSnapshotInput = z.object({
+export const getSnapshotInput = z.strictObject({
   snapshotId: entityIdSchema,
   /** Retired (and deleting/deleted) snapshots are hidden unless asked for, as in snapshot.list. */
   includeRetired: z.boolean().default(false),
@@ -126,7 +127,7 @@ export type GetSnapshotInput = z.input<typeof getSnapshotInput>;
  * one unless includeRetired (restores under an established pin still read it).
  */
 export async function getSnapshot(db: Db, opts: GetSnapshotInput & { agent: AgentScope }): Promise<SnapshotDetail> {
-  const { snapshotId, includeRetired } = getSnapshotInput.parse(opts);
+  const { snapshotId, includeRetired } = getSnapshotInput.parse(clientFields(opts, "agent"));
   const row = await db.snapshot.findFirst({
     where: {
       id: snapshotId,

@@ -42,11 +42,12 @@ import { createLineage } from "./lineages.ts";
 import { pinSnapshot, releasePin, type PinnableState } from "./pins.ts";
 import { findOrCreateRepository } from "./repositories.ts";
 import { snapshotRefSelect, toSnapshotRef, type SnapshotRefRow } from "./snapshots.ts";
+import { clientFields } from "../domain/client-fields.ts";
 
 /** A partly restored worktree keeps its pin at most this long (support may discard it sooner). */
 export const RESTORE_PIN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
-export const acquireWorkspaceInput = z.object({
+export const acquireWorkspaceInput = z.strictObject({
   repository: repositoryRefSchema,
   ...backendScopeSchema.shape,
   canonicalRef: canonicalRefSchema,
@@ -256,7 +257,7 @@ export async function acquireWorkspace(
   db: Db,
   opts: AcquireWorkspaceInput & { agent: AgentScope; now?: Date },
 ): Promise<RestorePlan> {
-  const input = acquireWorkspaceInput.parse(opts);
+  const input = acquireWorkspaceInput.parse(clientFields(opts, "agent", "now"));
   const agentId = opts.agent.agentId;
   const workContextId = input.workContextId ?? `wc_${randomUUID()}`;
   const key = { agentId, workContextId, backendKind: input.backendKind, baseImage: input.baseImage };
@@ -374,13 +375,13 @@ export async function acquireWorkspace(
 const restoreIdField = { restoreId: entityIdSchema };
 
 export const reportRestoreInput = z.discriminatedUnion("outcome", [
-  z.object({
+  z.strictObject({
     ...restoreIdField,
     outcome: z.literal("restored"),
     /** The git tree id the worker verified; must equal the snapshot's recorded tree. */
     treeId: objectIdSchema.optional(),
   }),
-  z.object({
+  z.strictObject({
     ...restoreIdField,
     outcome: z.literal("degraded"),
     /** What the worktree lacks (paths, layers, "bundle"…); at least one entry. */
@@ -389,10 +390,10 @@ export const reportRestoreInput = z.discriminatedUnion("outcome", [
     /** The restore's full result (what the worktree holds, what is missing, the next step). */
     detail: restoreResultSchema.optional(),
   }),
-  z.object({
+  z.strictObject({
     ...restoreIdField,
     outcome: z.literal("failed"),
-    error: z.object({
+    error: z.strictObject({
       code: z.string().trim().min(1).max(100),
       message: z.string().trim().max(2000).default(""),
     }),
@@ -494,7 +495,7 @@ export async function reportRestore(
   db: Db,
   opts: ReportRestoreInput & { agent: AgentScope; now?: Date },
 ): Promise<ReportRestoreResult> {
-  const input = reportRestoreInput.parse(opts);
+  const input = reportRestoreInput.parse(clientFields(opts, "agent", "now"));
   const agentId = opts.agent.agentId;
   return inTransaction(db, async (tx) => {
     const now = opts.now ?? new Date();

@@ -1,13 +1,15 @@
 // tRPC in three parts: 1. context, 2. initialization (transformer, error formatter),
 // 3. procedures. Routers build on the procedures exported here.
+import { randomUUID } from "node:crypto";
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
-import { ZodError } from "zod";
+import { ZodError, type z } from "zod";
 import { getCatalog, type CatalogHandle, type Db } from "../services/catalog.ts";
-import { ERROR_CODES, StrataError, type StrataErrorShape } from "../domain/errors.ts";
+import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
 import type { UserRole, UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../services/agents.ts";
 import { getAuth, sessionUser } from "../services/auth.ts";
+import { assertSafeInput, describeZodIssues, invalidInput } from "./input-boundary.ts";
 
 // 1. Context ----------------------------------------------------------------------------------
 
@@ -41,25 +43,95 @@ export type Context = ContextInner;
 
 // 2. Initialization ---------------------------------------------------------------------------
 
-function toStrataShape(error: TRPCError): StrataErrorShape | null {
-  const cause = error.cause;
-  if (cause instanceof StrataError) return cause.toJSON();
-  if (cause instanceof ZodError) {
-    return {
-      code: "INVALID_INPUT",
-      message: "The input is not valid.",
-      hint: cause.issues.map((i) => `${i.path.join(".") || "input"}: ${i.message}`).join("; "),
-      retryable: false,
-      data: null,
-    };
+/** superjson, behind the input boundary: raw JSON is checked before superjson walks it. */
+const transformer = {
+  input: {
+    serialize: (value: unknown) => superjson.serialize(value),
+    deserialize: (raw: unknown) => {
+      const envelope = raw as Record<string, unknown> | null;
+      if (raw !== undefined && (typeof raw !== "object" || raw === null || Array.isArray(raw) || Object.keys(envelope ?? {}).some((k) => k !== "json" && k !== "meta"))) {
+        throw invalidInput([
+          { path: [], problem: "not_superjson", expected: '{"json": …}', message: 'The input must be superjson-encoded: {"json": …}.' },
+        ]);
+      }
+      assertSafeInput(raw);
+      try {
+        return superjson.deserialize(raw as Parameters<typeof superjson.deserialize>[0]);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : "unreadable";
+        throw invalidInput([
+          { path: ["meta"], problem: "invalid_meta", expected: "superjson meta", message: `meta is not valid superjson meta (${reason}).` },
+        ]);
+      }
+    },
+  },
+  output: superjson,
+};
+
+let inputSchemaOf: (path: string) => z.ZodType | undefined = () => undefined;
+
+/** root.ts registers how to find a procedure's input schema, for "did you mean" suggestions. */
+export function registerInputSchemas(lookup: (path: string) => z.ZodType | undefined): void {
+  inputSchemaOf = lookup;
+}
+
+function requestProblem(error: TRPCError, path: string | undefined): StrataError {
+  switch (error.code) {
+    case "PARSE_ERROR":
+    case "BAD_REQUEST":
+    case "PAYLOAD_TOO_LARGE":
+      return invalidInput([
+        { path: [], problem: "unreadable_request", expected: null, message: `The request could not be read: ${error.message}` },
+      ]);
+    case "METHOD_NOT_SUPPORTED":
+      return new StrataError("METHOD_NOT_ALLOWED", `${error.message}.`.replace(/\.\.$/, "."), {
+        hint: "Queries are GET /api/trpc/<procedure>?input=…; mutations are POST with a JSON body.",
+      });
+    case "UNSUPPORTED_MEDIA_TYPE":
+      return new StrataError("UNSUPPORTED_MEDIA_TYPE", "The request's content type is not supported.", {
+        hint: "Send mutations with Content-Type: application/json.",
+      });
+    case "NOT_FOUND":
+      return new StrataError(
+        "NOT_FOUND",
+        path ? `No procedure is named ${path}.` : "The URL names no procedure: call /api/trpc/<procedure>.",
+        { data: { procedure: path ?? null } },
+      );
+    default:
+      return new StrataError(ERROR_CODE_OF_TRPC[error.code] ?? "INTERNAL", error.message);
   }
-  return null;
+}
+
+const ERROR_CODE_OF_TRPC: Partial<Record<TRPCError["code"], ErrorCode>> = {
+  UNAUTHORIZED: "UNAUTHORIZED",
+  FORBIDDEN: "FORBIDDEN",
+  CONFLICT: "CONFLICT",
+  TIMEOUT: "TIMEOUT",
+  CLIENT_CLOSED_REQUEST: "ABORTED",
+};
+
+/** The StrataError a client receives for any tRPC error; a truly unexpected one is logged once. */
+function toStrataError(error: TRPCError, path: string | undefined): StrataError {
+  const cause = error.cause;
+  if (cause instanceof StrataError) return cause;
+  if (cause instanceof ZodError) {
+    return invalidInput(describeZodIssues(cause.issues, { procedure: path, schema: path ? inputSchemaOf(path) : undefined }));
+  }
+  if (error.code !== "INTERNAL_SERVER_ERROR") return requestProblem(error, path);
+  const requestId = randomUUID();
+  console.error(`request ${requestId} failed: tRPC ${path ?? "?"}: ${String(cause ?? error)}`);
+  return new StrataError("INTERNAL", `The server failed to answer (request ${requestId}).`, {
+    hint: "Retry; if it keeps failing, give an operator the request id.",
+    data: { requestId },
+  });
 }
 
 const t = initTRPC.context<Context>().create({
-  transformer: superjson,
-  errorFormatter({ shape, error }) {
-    return { ...shape, data: { ...shape.data, strata: toStrataShape(error) } };
+  transformer,
+  errorFormatter({ shape, error, path }) {
+    const strata = toStrataError(error, path);
+    const { stack: _stack, ...data } = shape.data;
+    return { ...shape, message: strata.message, data: { ...data, strata: strata.toJSON() } };
   },
 });
 
@@ -70,14 +142,24 @@ const mapErrors = t.middleware(async ({ next }) => {
     const cause = result.error.cause;
     throw new TRPCError({ code: ERROR_CODES[cause.code].status, message: cause.message, cause });
   }
+  // A service re-validating its options refuses the input like the procedure's own schema does.
+  if (!result.ok && result.error.cause instanceof ZodError) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: result.error.message, cause: result.error.cause });
+  }
   return result;
+});
+
+/** Every procedure's raw input crosses the one boundary (callers too, which skip the transformer). */
+const inputBoundary = t.middleware(async ({ getRawInput, next }) => {
+  assertSafeInput(await getRawInput());
+  return next();
 });
 
 // 3. Procedures -------------------------------------------------------------------------------
 
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
-export const publicProcedure = t.procedure.use(mapErrors);
+export const publicProcedure = t.procedure.use(mapErrors).use(inputBoundary);
 
 /** Procedures agents call with `Authorization: Bearer <token>`; ctx.agent scopes every query. */
 export const agentProcedure = publicProcedure.use(async ({ ctx, next }) => {

@@ -1,4 +1,5 @@
-import { createCallerFactory, router } from "./init.ts";
+import type { z } from "zod";
+import { createCallerFactory, registerInputSchemas, router } from "./init.ts";
 import { browseRouter } from "./routers/browse.ts";
 import { healthProcedure } from "./routers/health.ts";
 import { baselineRouter } from "./routers/baseline.ts";
@@ -30,6 +31,9 @@ export const appRouter = router({
   restore: restoreRouter,
   job: jobRouter,
 });
+
+const procedures = appRouter._def.procedures as unknown as Record<string, { _def: { inputs: z.ZodType[] } } | undefined>;
+registerInputSchemas((path) => procedures[path]?._def.inputs[0]);
 
 export type AppRouter = typeof appRouter;
 export const createCaller = createCallerFactory(appRouter);

@@ -10,7 +10,7 @@ export const blobRouter = router({
    * grace window restarted.
    */
   missing: agentProcedure
-    .input(z.object({ digests: z.array(blobDigestSchema).max(10_000) }))
+    .input(z.strictObject({ digests: z.array(blobDigestSchema).max(10_000) }))
     .output(z.object({ missing: z.array(z.string()) }))
     .mutation(async ({ ctx, input }) => ({ missing: await missingBlobs(ctx.db, ctx.agent.agentId, input.digests) })),
 });

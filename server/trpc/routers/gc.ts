@@ -13,7 +13,7 @@ export const gcRouter = router({
   collect: admin
     .input(
       z
-        .object({
+        .strictObject({
           force: z.boolean().default(true),
           graceSeconds: z
             .number()
@@ -33,7 +33,7 @@ export const gcRouter = router({
       }),
     ),
   runs: admin
-    .input(z.object({ limit: z.number().int().min(1).max(500).default(50) }).default({ limit: 50 }))
+    .input(z.strictObject({ limit: z.number().int().min(1).max(500).default(50) }).default({ limit: 50 }))
     .output(z.array(collectionRunSchema))
     .query(({ ctx, input }) => listCollectionRuns(ctx.db, input)),
 });

@@ -13,7 +13,7 @@ import {
 } from "../../services/jobs.ts";
 import { agentProcedure, router } from "../init.ts";
 
-const jobRef = z.object({ jobId: z.string().min(1).max(100) });
+const jobRef = z.strictObject({ jobId: z.string().min(1).max(100) });
 
 // Worker jobs, for agents, on their own jobs only (another agent's are NOT_FOUND).
 export const jobRouter = router({

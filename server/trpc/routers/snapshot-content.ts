@@ -14,7 +14,7 @@ export const snapshotContentRouter = router({
     .output(publishSnapshotResultSchema)
     .mutation(({ ctx, input }) => publishSnapshot(ctx.db, { ...input, agentId: ctx.agent.agentId })),
   delete: agentProcedure
-    .input(z.object({ snapshotId: entityIdSchema }))
+    .input(z.strictObject({ snapshotId: entityIdSchema }))
     .output(retireSnapshotResultSchema)
     .mutation(({ ctx, input }) =>
       retireSnapshot(ctx.db, {

@@ -3,6 +3,7 @@
 // Both need an agent token; neither holds a whole blob in memory. A verified PUT grants the
 // agent the digest; GET answers only for granted digests, and a blob that is stored but not
 // granted gets the very answer of one that is not stored, so existence does not leak.
+import { randomUUID } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import { ERROR_CODES, isStrataError, StrataError } from "../../../../server/domain/errors.ts";
@@ -11,9 +12,9 @@ import { authenticateAgent } from "../../../../server/services/agents.ts";
 import { openBlob, parseDigest, putBlob } from "../../../../server/services/blobs.ts";
 import type { Db } from "../../../../server/services/catalog.ts";
 
-function errorResponse(error: StrataError): Response {
+export function errorResponse(error: StrataError, extraHeaders: Record<string, string> = {}): Response {
   const status = getHTTPStatusCodeFromError(new TRPCError({ code: ERROR_CODES[error.code].status }));
-  const headers: Record<string, string> = { "content-type": "application/json" };
+  const headers: Record<string, string> = { "content-type": "application/json", ...extraHeaders };
   if (error.code === "UNAUTHORIZED") headers["www-authenticate"] = 'Bearer realm="strata"';
   return new Response(JSON.stringify({ error: error.toJSON() }), { status, headers });
 }
@@ -32,8 +33,11 @@ async function handle(fn: () => Promise<Response>): Promise<Response> {
     return await fn();
   } catch (error) {
     if (isStrataError(error)) return errorResponse(error);
-    console.error("blob request failed:", error);
-    return errorResponse(new StrataError("INTERNAL", "The blob request failed."));
+    const requestId = randomUUID();
+    console.error(`request ${requestId} failed: blob ${String(error)}`);
+    return errorResponse(
+      new StrataError("INTERNAL", `The blob request failed (request ${requestId}).`, { data: { requestId } }),
+    );
   }
 }
 
@@ -73,4 +77,12 @@ export function handleBlobGet(db: Db, req: Request, digest: string, opts: { head
     }
     return new Response(stream, { status: 200, headers });
   });
+}
+
+/** Any other method on /api/blobs/<sha256>: 405, as typed JSON like every other answer. */
+export function handleBlobMethodNotAllowed(req: Request): Response {
+  return errorResponse(
+    new StrataError("METHOD_NOT_ALLOWED", `${req.method} is not served on /api/blobs/<sha256>; use PUT, GET or HEAD.`),
+    { allow: "GET, HEAD, PUT" },
+  );
 }

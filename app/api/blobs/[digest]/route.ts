@@ -1,5 +1,5 @@
 import { getCatalog } from "../../../../server/services/catalog.ts";
-import { handleBlobGet, handleBlobPut } from "./blob-http.ts";
+import { handleBlobGet, handleBlobMethodNotAllowed, handleBlobPut } from "./blob-http.ts";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -17,3 +17,9 @@ export async function GET(req: Request, ctx: RouteContext): Promise<Response> {
 export async function HEAD(req: Request, ctx: RouteContext): Promise<Response> {
   return handleBlobGet(getCatalog().db, req, (await ctx.params).digest, { head: true });
 }
+
+function notAllowed(req: Request): Response {
+  return handleBlobMethodNotAllowed(req);
+}
+
+export { notAllowed as POST, notAllowed as PATCH, notAllowed as DELETE };

@@ -1,0 +1,35 @@
+// Text at the input boundary. Every string a client sends is refused if it holds a NUL or an
+// unpaired UTF-16 surrogate (PostgreSQL cannot store either); identifier-like fields (ids,
+// names, refs, hosts) also refuse every other control character.
+import { z } from "zod";
+
+// eslint-disable-next-line no-control-regex -- the point is to find control characters
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** What is wrong with a text value anywhere in an input, or null. */
+export function textProblem(text: string): "nul_character" | "lone_surrogate" | null {
+  if (text.includes("\u0000")) return "nul_character";
+  // isWellFormed is Node 20+; it is false exactly when a surrogate is unpaired.
+  if (!(text as string & { isWellFormed(): boolean }).isWellFormed()) return "lone_surrogate";
+  return null;
+}
+
+export const TEXT_PROBLEM_SENTENCES = {
+  nul_character: "must not contain a NUL character (\\u0000)",
+  lone_surrogate: "must be well-formed Unicode (it holds an unpaired UTF-16 surrogate)",
+} as const;
+
+/** A trimmed, bounded identifier-like string with no control characters. */
+export function identifierText(opts: { max: number; min?: number }) {
+  return z
+    .string()
+    .trim()
+    .min(opts.min ?? 1)
+    .max(opts.max)
+    .refine((s) => !CONTROL.test(s), { message: "must not contain control characters" });
+}
+
+/** Refines any string schema to refuse control characters (for fields with their own rules). */
+export function noControlCharacters(s: string): boolean {
+  return !CONTROL.test(s);
+}
