@@ -5,6 +5,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { documentedCodesOf } from "../../docs/api-errors.ts";
 import { describeEachDatabase } from "../db/test-databases.ts";
 import { ERROR_CODES } from "../domain/errors.ts";
 import type { UserScope } from "../domain/scope.ts";
@@ -131,7 +132,9 @@ interface Verdict {
   problems: string[];
 }
 
-function judgeTrpc(answer: Answer): Verdict {
+/** Judges a tRPC answer; with `procedure`, its codes must be ones docs/api.md lists for it. */
+function judgeTrpc(answer: Answer, procedure?: string): Verdict {
+  const documented = procedure === undefined ? null : documentedCodesOf(procedure);
   const problems: string[] = [];
   if (answer.status >= 500) problems.push(`HTTP ${answer.status}`);
   if (!answer.contentType.includes("application/json")) {
@@ -158,6 +161,8 @@ function judgeTrpc(answer: Answer): Verdict {
     if (code === "FENCE_LOST") refused = false;
     if (!code) problems.push(`an error without data.strata: ${JSON.stringify(error).slice(0, 200)}`);
     else if (!KNOWN.has(code)) problems.push(`unknown code ${code}`);
+    else if (documented && !documented.has(code))
+      problems.push(`${code}, which docs/api.md does not list for ${procedure}`);
     if (code === "INTERNAL") problems.push(`INTERNAL: ${JSON.stringify(error).slice(0, 200)}`);
   }
   return { refused, problems };
@@ -291,7 +296,9 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
     await server?.close();
     if (seen.length > 0) {
       const distinct = [...new Set(seen)];
-      console.info(`[${kind}] ${seen.length} problem answers, ${distinct.length} distinct:\n  ${distinct.slice(0, SURVEY ? undefined : 60).join("\n  ")}`);
+      console.info(
+        `[${kind}] ${seen.length} problem answers, ${distinct.length} distinct:\n  ${distinct.slice(0, SURVEY ? undefined : 60).join("\n  ")}`,
+      );
     }
   });
 
@@ -307,7 +314,11 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
 
   async function request(path: string, init: RequestInit): Promise<Answer> {
     const response = await fetch(`${server.url}${path}`, init);
-    return { status: response.status, contentType: response.headers.get("content-type") ?? "", text: await response.text() };
+    return {
+      status: response.status,
+      contentType: response.headers.get("content-type") ?? "",
+      text: await response.text(),
+    };
   }
 
   /** Sends one call and checks the answer and the catalog; false (with the problems kept) when wrong. */
@@ -358,12 +369,20 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
       const inputs = [...canonical];
       if (sample && typeof sample === "object") {
         for (const [k, v] of Object.entries(sample)) {
-          if (typeof v === "string") inputs.push({ json: { ...sample, [k]: `${v}\u0000` } }, { json: { ...sample, [k]: "\ud800" } });
+          if (typeof v === "string")
+            inputs.push({ json: { ...sample, [k]: `${v}\u0000` } }, { json: { ...sample, [k]: "\ud800" } });
         }
         inputs.push({ json: { ...sample, workcontextid: "x" } });
       }
       for (const input of inputs) {
-        if (!(await check(p.path, () => callProcedure(p, input, "alice"), judgeTrpc))) failures.push(p.path);
+        if (
+          !(await check(
+            p.path,
+            () => callProcedure(p, input, "alice"),
+            (a) => judgeTrpc(a, p.path),
+          ))
+        )
+          failures.push(p.path);
       }
     }
     if (!SURVEY) expect([...new Set(failures)]).toEqual([]);
@@ -372,7 +391,11 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
   it("answers any procedure with any hostile input typed, and stores nothing when refusing", async () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...procedures), superjsonInput, authorization, (p, input, auth) =>
-        check(p.path, () => callProcedure(p, input, auth), judgeTrpc),
+        check(
+          p.path,
+          () => callProcedure(p, input, auth),
+          (a) => judgeTrpc(a, p.path),
+        ),
       ),
       { numRuns: RUNS },
     );
@@ -380,7 +403,13 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
 
   it("answers valid-looking inputs with one field mutated typed, and stores nothing when refusing", async () => {
     const mutation = fc.oneof(
-      { arbitrary: fc.record({ kind: fc.constant("poison" as const), with: fc.constantFrom("\u0000", "\ud800", "\u0007") }), weight: 3 },
+      {
+        arbitrary: fc.record({
+          kind: fc.constant("poison" as const),
+          with: fc.constantFrom("\u0000", "\ud800", "\u0007"),
+        }),
+        weight: 3,
+      },
       fc.record({ kind: fc.constant("replace" as const), value: hostileLeaf }),
       fc.record({ kind: fc.constant("extra" as const), key: hostileKey, value: hostileLeaf }),
       fc.record({ kind: fc.constant("lowercase" as const) }),
@@ -393,7 +422,11 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
         const p = procedures.find((x) => x.path === path);
         if (!p) throw new Error(`no procedure ${path}`);
         const input = mutate(structuredClone(samples[path]), pick, m);
-        return check(`${path} (mutated: ${m.kind})`, () => callProcedure(p, { json: input }, auth), judgeTrpc);
+        return check(
+          `${path} (mutated: ${m.kind})`,
+          () => callProcedure(p, { json: input }, auth),
+          (a) => judgeTrpc(a, path),
+        );
       }),
       { numRuns: RUNS },
     );
@@ -436,7 +469,7 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
       '[{"json":1}]',
       '{"0":{"json":{}},"7":{"json":{}}}',
       "\u0000",
-      "--x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--x--",
+      '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--x--',
       "a=1&b=%00",
     );
     const method = fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH");
@@ -470,8 +503,10 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
         const init = { method: m, headers, body: hasBody ? b : undefined };
         // A URL carries UTF-8; raw percent-escapes (a CESU surrogate, NUL) are sent as they are.
         const segment = d.startsWith("%") ? d : encodeURIComponent(d.replace(/[\ud800-\udfff]/g, "\ufffd")) || "%20";
-        return check(`${m} /api/blobs/${segment.slice(0, 20)}`, () => request(`/api/blobs/${segment}`, init), (a) =>
-          judgeBlob(a, m),
+        return check(
+          `${m} /api/blobs/${segment.slice(0, 20)}`,
+          () => request(`/api/blobs/${segment}`, init),
+          (a) => judgeBlob(a, m),
         );
       }),
       { numRuns: RUNS },
