@@ -97,7 +97,7 @@ export function PinsView() {
               </thead>
               <tbody>
                 {rows.map((p) => (
-                  <tr key={p.pinId} className={p.keepsRetired ? "highlight" : undefined}>
+                  <tr key={`${p.agentId}/${p.pinId}`} className={p.keepsRetired ? "highlight" : undefined}>
                     <td className="mono" title={p.pinId}>
                       {p.pinId.length > 28 ? `${p.pinId.slice(0, 28)}…` : p.pinId}
                     </td>

@@ -97,7 +97,7 @@ export function RetireDialog({
               </thead>
               <tbody>
                 {p.protectedByPins.map((pin) => (
-                  <tr key={pin.pinId}>
+                  <tr key={`${pin.agentId}/${pin.pinId}`}>
                     <td>
                       <ShortId id={pin.pinId} />
                     </td>

@@ -214,7 +214,7 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
                 </thead>
                 <tbody>
                   {s.pins.map((p) => (
-                    <tr key={p.pinId}>
+                    <tr key={`${p.agentId}/${p.pinId}`}>
                       <td className="mono">{p.pinId}</td>
                       <td>
                         <StateBadge state={p.active ? "active" : p.released ? "released" : "expired"} />

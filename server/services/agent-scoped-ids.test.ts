@@ -159,6 +159,36 @@ describeEachDatabase("agent-scoped layer uuids and pin ids", (catalog) => {
     expect(await consistencyViolations(db())).toEqual([]);
   });
 
+  it("B's publish into A's snapshot answers as for a snapshot id never used, whatever A's snapshot's state", async () => {
+    const capturing = await createCapturingSnapshot(db(), a);
+    const ready = (await published(a, 1)).snapshotId;
+    const retired = (await published(a, 1)).snapshotId;
+    await retireSnapshot(db(), { snapshotId: retired, actor: { type: "system" } });
+    const layer = await storedLayer(db(), { owner: b });
+    const manifest = await storeBytes(db(), `b manifest ${randomUUID()}`, b);
+    const publishInto = (snapshotId: string) =>
+      publishSnapshot(db(), {
+        snapshotId,
+        manifestDigest: manifest.digest,
+        layers: [layer],
+        heads: [layer.uuid],
+        agentId: b.agentId,
+      });
+    for (const [state, snapshotId] of Object.entries({ capturing, ready, retired })) {
+      const unused = randomUUID();
+      const theirs = await answer(publishInto(snapshotId));
+      expect(shape(theirs, { id: snapshotId }), state).toEqual(
+        shape(await answer(publishInto(unused)), { id: unused }),
+      );
+      expect(theirs).toMatchObject({ error: { code: "NOT_FOUND" } });
+    }
+    expect(
+      await db().snapshotHead.count({
+        where: { snapshotId: { in: [capturing, ready, retired] }, layer: { agentId: b.agentId } },
+      }),
+    ).toBe(0);
+  });
+
   it("B's pin, release and inspect with A's pin ids answer as for ids never used, and A's pins are unaffected", async () => {
     const theirs = await published(a, 1);
     const mine = await published(b, 1);

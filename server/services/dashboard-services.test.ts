@@ -7,6 +7,7 @@ import { collectionOverview, runCollectionNow } from "./collection-overview.ts";
 import { inspectPins } from "./pin-inspection.ts";
 import { pinSnapshot } from "./pins.ts";
 import { previewRetirement, retireLineageByUser, retireSnapshotByUser } from "./retirement-preview.ts";
+import { createOwner } from "./test-content.ts";
 import { buildHistory, makeUser } from "./test-dashboard.ts";
 
 describeEachDatabase("dashboard services", (catalog) => {
@@ -58,21 +59,30 @@ describeEachDatabase("dashboard services", (catalog) => {
         },
       });
     }
+    // Pin ids are per agent: another agent's release-first rows with the same ids, at the same
+    // instant, and an id holding the cursor's separator.
+    const other = await createOwner(db);
+    for (const pinId of ["page:0", "page:1", "page|2"]) {
+      await db.pin.create({
+        data: { agentId: other.agentId, pinId, snapshotId: h.bFirst, released: true, releasedAt: at, createdAt: at },
+      });
+    }
     const everything = await inspectPins(db, { snapshotId: h.bFirst, limit: 500 });
     expect(everything.nextCursor).toBeNull();
+    const key = (p: { agentId: string; pinId: string }) => `${p.agentId}/${p.pinId}`;
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 10; page++) {
       const result = await inspectPins(db, { snapshotId: h.bFirst, limit: 3, cursor });
-      seen.push(...result.pins.map((p) => p.pinId));
+      seen.push(...result.pins.map(key));
       // The totals head the first page only.
       expect(result.activeCount === null).toBe(page > 0);
       if (!result.nextCursor) break;
       cursor = result.nextCursor;
     }
-    expect(seen).toEqual(everything.pins.map((p) => p.pinId));
+    expect(seen).toEqual(everything.pins.map(key));
     expect(new Set(seen).size).toBe(seen.length);
-    expect(seen.filter((id) => id.startsWith("page:"))).toHaveLength(7);
+    expect(seen.filter((id) => id.includes("/page:") || id.includes("/page|"))).toHaveLength(10);
 
     const refused = await inspectPins(db, { cursor: "not-a-cursor" }).catch((e: unknown) => e);
     expect(isStrataError(refused, "INVALID_INPUT")).toBe(true);

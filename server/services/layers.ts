@@ -367,6 +367,8 @@ async function writeLayers(
 async function lockPublishableSnapshot(
   tx: Db,
   snapshotId: string,
+  /** When set, another agent's snapshot is NOT_FOUND before its state is looked at. */
+  agentId?: string,
 ): Promise<{ id: string; state: string; agentId: string; manifestDigest: string | null }> {
   const sql = dialect(tx);
   // Lock and read in one statement (FOR UPDATE: arbitrates with retirement and head release).
@@ -374,7 +376,9 @@ async function lockPublishableSnapshot(
     `SELECT state, agent_id, manifest_digest FROM snapshots WHERE id = ${sql.p(1)}${sql.lock("update")}`,
     snapshotId,
   );
-  if (!found) throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
+  if (!found || (agentId !== undefined && found.agent_id !== agentId)) {
+    throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
+  }
   const row = { id: snapshotId, state: found.state, agentId: found.agent_id, manifestDigest: found.manifest_digest };
   if (RETIRED_STATES.includes(row.state)) {
     throw new StrataError("SNAPSHOT_RETIRED", `Snapshot ${snapshotId} is ${row.state} and takes no new content.`);
@@ -420,10 +424,7 @@ export async function publishSnapshot(db: Db, opts: PublishSnapshotOptions): Pro
   const input = publishLayersInput.parse({ layers: opts.layers, heads: opts.heads });
   const heads = [...new Set(input.heads)];
   return inTransaction(db, async (tx) => {
-    const snapshot = await lockPublishableSnapshot(tx, opts.snapshotId);
-    if (opts.agentId && snapshot.agentId !== opts.agentId) {
-      throw new StrataError("NOT_FOUND", `Snapshot ${opts.snapshotId} was not found.`);
-    }
+    const snapshot = await lockPublishableSnapshot(tx, opts.snapshotId, opts.agentId);
     const immutable = () =>
       new StrataError("CONFLICT", `Snapshot ${opts.snapshotId} is already published with other content.`, {
         hint: "A published snapshot is immutable: capture a new snapshot instead.",

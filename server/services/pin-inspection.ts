@@ -37,19 +37,28 @@ export async function inspectPins(db: Db, input: InspectPinsInput = {}) {
   const retiredPinned = opts.keepingRetired || firstPage ? await retiredPinnedSnapshots(db, now) : [];
   if (opts.keepingRetired) where.push({ snapshotId: { in: retiredPinned } });
   if (opts.cursor) {
+    // Pin ids are per agent: ties on the time are broken by (agent, pin id).
     const after = decodeCursor(opts.cursor);
+    const bar = after.id.indexOf("|");
+    const agentId = after.id.slice(0, Math.max(bar, 0));
+    const pinId = after.id.slice(bar + 1);
     where.push({
-      OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, pinId: { gt: after.id } }],
+      OR: [
+        { createdAt: { lt: after.createdAt } },
+        { createdAt: after.createdAt, agentId: { gt: agentId } },
+        { createdAt: after.createdAt, agentId, pinId: { gt: pinId } },
+      ],
     });
   }
   const rows = await db.pin.findMany({
     where: { AND: where },
-    orderBy: [{ createdAt: "desc" }, { pinId: "asc" }],
+    orderBy: [{ createdAt: "desc" }, { agentId: "asc" }, { pinId: "asc" }],
     take: opts.limit + 1,
   });
   const pins = rows.slice(0, opts.limit);
   const last = pins.at(-1);
-  const nextCursor = rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.pinId) : null;
+  const nextCursor =
+    rows.length > opts.limit && last ? encodeCursor(last.createdAt, `${last.agentId}|${last.pinId}`) : null;
   const snapshots = await db.snapshot.findMany({
     where: { id: { in: [...new Set(pins.map((p) => p.snapshotId))] } },
     select: {

@@ -19,6 +19,7 @@ import { z } from "zod";
 import { inTransaction, type Db } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
+import { identifierText } from "../domain/text.ts";
 import type { Pin } from "../db/generated/postgres/client.ts";
 import { dbNow, dialect } from "./content-sql.ts";
 
@@ -26,13 +27,7 @@ import { dbNow, dialect } from "./content-sql.ts";
 export const PINNABLE_STATES = ["ready", "superseded"] as const;
 export type PinnableState = (typeof PINNABLE_STATES)[number];
 
-export const pinIdSchema = z
-  .string()
-  .trim()
-  .min(1)
-  .max(200)
-  // eslint-disable-next-line no-control-regex -- the point is to refuse control characters
-  .regex(/^[^\u0000-\u001f\u007f]*$/, "a pin id holds no control characters");
+export const pinIdSchema = identifierText({ max: 200 });
 
 /** The longest expiry a pin may ask for through the API. */
 export const MAX_PIN_SECONDS = 90 * 24 * 60 * 60;

@@ -124,7 +124,15 @@ async function activePinsOf(db: Db, snapshotIds: string[], now: Date) {
       OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
     },
     orderBy: { createdAt: "asc" },
-    select: { pinId: true, snapshotId: true, holder: true, purpose: true, createdAt: true, expiresAt: true },
+    select: {
+      agentId: true,
+      pinId: true,
+      snapshotId: true,
+      holder: true,
+      purpose: true,
+      createdAt: true,
+      expiresAt: true,
+    },
   });
 }
 

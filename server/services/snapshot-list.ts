@@ -47,8 +47,12 @@ export function encodeCursor(createdAt: Date, id: string): string {
 }
 
 export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
-  const createdAt = new Date(at ?? "");
+  // Only the first "|" separates: an id (a pin id, say) may hold "|" itself.
+  const text = Buffer.from(cursor, "base64url").toString("utf8");
+  const bar = text.indexOf("|");
+  const at = bar < 0 ? "" : text.slice(0, bar);
+  const id = bar < 0 ? "" : text.slice(bar + 1);
+  const createdAt = new Date(at);
   if (!id || Number.isNaN(createdAt.getTime())) {
     throw new StrataError("INVALID_INPUT", "The cursor is not one this API returned.", {
       hint: "Pass the nextCursor of the previous page, or omit it for the first page.",
