@@ -4,9 +4,11 @@ import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { decodeCursor, encodeCursor } from "./snapshot-list.ts";
+import { pageDirectionSchema } from "../domain/paging.ts";
 
 export const listAuditEventsInput = z.strictObject({
   cursor: z.string().max(200).optional(),
+  direction: pageDirectionSchema,
   limit: z.number().int().min(1).max(200).default(50),
   action: z.string().trim().min(1).max(100).optional(),
   actorType: z.enum(["user", "agent", "system"]).optional(),

@@ -17,6 +17,7 @@ import { recordAuditEvent, type AuditActor } from "./audit.ts";
 import { decodeCursor, encodeCursor } from "./snapshot-list.ts";
 import { snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
 import { clientFields } from "../domain/client-fields.ts";
+import { pageDirectionSchema } from "../domain/paging.ts";
 
 /**
  * Locks a lineage row until the transaction ends and returns its state (null: no such row).
@@ -131,6 +132,7 @@ export async function getLineage(db: Db, opts: GetLineageInput & { agent: AgentS
 
 export const listLineagesInput = z.strictObject({
   cursor: z.string().max(200).optional(),
+  direction: pageDirectionSchema,
   limit: z.number().int().min(1).max(200).default(50),
   repositoryIdentity: z.string().trim().min(1).max(500).optional(),
   workContextId: workContextIdSchema.optional(),

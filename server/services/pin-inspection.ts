@@ -7,6 +7,7 @@ import type { Prisma } from "../db/generated/postgres/client.ts";
 import { dbNow } from "./content-sql.ts";
 import { decodeCursor, encodeCursor } from "./snapshot-list.ts";
 import { HEAD_RELEASE_STATES } from "./retirement.ts";
+import { pageDirectionSchema } from "../domain/paging.ts";
 
 export const inspectPinsInput = z.strictObject({
   /** active: protecting now; closed: released or expired. */
@@ -16,6 +17,7 @@ export const inspectPinsInput = z.strictObject({
   snapshotId: z.string().trim().min(1).max(200).optional(),
   /** The nextCursor of the previous page (newest first). */
   cursor: z.string().max(400).optional(),
+  direction: pageDirectionSchema,
   limit: z.number().int().min(1).max(500).default(100),
 });
 export type InspectPinsInput = z.input<typeof inspectPinsInput>;

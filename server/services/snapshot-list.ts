@@ -3,9 +3,11 @@ import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
+import { pageDirectionSchema } from "../domain/paging.ts";
 
 export const snapshotListInput = z.strictObject({
   cursor: z.string().max(200).optional(),
+  direction: pageDirectionSchema,
   limit: z.number().int().min(1).max(200).default(50),
   repositoryId: z.string().uuid().optional(),
   includeRetired: z.boolean().default(false),
