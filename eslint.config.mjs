@@ -1,22 +1,70 @@
 import js from "@eslint/js";
+import boundaries from "eslint-plugin-boundaries";
 import tseslint from "typescript-eslint";
 
-// Imports flow one way: app -> server/trpc -> server/services -> server/db. Routers and
-// components never touch the database directly.
+// The import graph, enforced (docs/architecture.md draws it). Entry points (pages, the API, the
+// CLI, the worker) sit on top; capabilities below them import only capabilities further down,
+// so no two folders ever import each other; git, db and domain are the floor.
+const SERVER_FOLDERS = [
+  "trpc",
+  "http",
+  "jobs",
+  "transfer",
+  "restore",
+  "acquire",
+  "capture",
+  "gc",
+  "dashboard",
+  "lineage",
+  "audit",
+  "content",
+  "auth",
+  "db",
+  "git",
+  "domain",
+  "testing",
+  "config",
+];
+
+/** What each folder may import besides itself (every other import is an error). */
+const MAY_IMPORT = {
+  app: ["components", "auth", "domain"],
+  "app-api": ["trpc", "http", "auth", "db", "domain"],
+  components: ["trpc", "domain"],
+  cli: ["trpc", "jobs", "transfer", "restore", "acquire", "capture", "gc", "lineage", "content", "auth", "db", "git", "domain", "config"],
+  trpc: ["jobs", "transfer", "restore", "acquire", "capture", "gc", "dashboard", "lineage", "audit", "content", "auth", "db", "domain", "config"],
+  http: ["content", "auth", "db", "domain"],
+  jobs: ["transfer", "restore", "acquire", "capture", "gc", "lineage", "content", "db", "git", "domain", "config"],
+  transfer: ["restore", "lineage", "content", "audit", "db", "git", "domain"],
+  restore: ["acquire", "lineage", "content", "audit", "db", "git", "domain"],
+  acquire: ["lineage", "content", "db", "domain"],
+  capture: ["lineage", "content", "db", "git", "domain"],
+  gc: ["lineage", "content", "audit", "db", "domain"],
+  dashboard: ["gc", "lineage", "content", "audit", "db", "domain"],
+  lineage: ["content", "audit", "db", "domain"],
+  audit: ["db", "domain"],
+  content: ["db", "domain"],
+  auth: ["db", "domain", "config"],
+  db: ["domain", "config"],
+  git: ["domain"],
+  domain: [],
+  config: ["domain"],
+};
+
+const elements = [
+  { type: "app-api", pattern: "app/api" },
+  { type: "app", pattern: "app" },
+  { type: "components", pattern: "components" },
+  { type: "cli", pattern: "cli" },
+  ...SERVER_FOLDERS.map((folder) => ({ type: folder, pattern: `server/${folder}` })),
+];
+
+// Routers and components never reach the database themselves: they call a capability.
 const noDatabaseAccess = {
   patterns: [
     {
-      group: [
-        "**/server/db/**",
-        "**/db/client*",
-        "**/db/generated/**",
-        "@prisma/*",
-        "prisma",
-        "prisma/*",
-        "pg",
-        "better-sqlite3",
-      ],
-      message: "Routers and components must not reach the database: call a service in server/services.",
+      group: ["**/db/client*", "**/db/generated/**", "@prisma/*", "prisma", "prisma/*", "pg", "better-sqlite3"],
+      message: "Routers and components must not reach the database: call a capability (server/<capability>/).",
     },
   ],
 };
@@ -42,7 +90,32 @@ export default tseslint.config(
     },
   },
   {
-    files: ["server/trpc/**", "components/**"],
+    files: ["server/trpc/routers/**", "components/**"],
     rules: { "no-restricted-imports": ["error", noDatabaseAccess] },
+  },
+  {
+    // Production code only: tests, test support, scripts and e2e may import anything.
+    files: ["app/**", "components/**", "cli/**", "server/**"],
+    ignores: ["**/*.test.ts", "**/*.test.tsx", "server/testing/**"],
+    plugins: { boundaries },
+    settings: {
+      "boundaries/elements": elements,
+      "boundaries/include": ["app/**", "components/**", "cli/**", "server/**"],
+      "boundaries/ignore": ["server/db/generated/**"],
+    },
+    rules: {
+      "boundaries/dependencies": [
+        2,
+        {
+          default: "disallow",
+          message: "{{from.type}} may not import {{to.type}} (the import graph: eslint.config.mjs, docs/architecture.md)",
+          policies: Object.entries(MAY_IMPORT).map(([from, to]) => ({
+            from: { element: { type: from } },
+            allow: { to: { element: { types: { anyOf: [from, ...to] } } } },
+          })),
+        },
+      ],
+      "boundaries/no-unknown-dependencies": 2,
+    },
   },
 );

@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ["**/*.test.ts"],
     exclude: ["node_modules/**", ".next/**", "e2e/**"],
-    globalSetup: ["./server/db/test-global-setup.ts"],
+    globalSetup: ["./server/testing/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

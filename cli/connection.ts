@@ -1,11 +1,11 @@
 // Who the CLI acts as, and against which catalog: a Strata server (--server or
 // STRATA_SERVER_URL, with the agent token in STRATA_TOKEN), or this machine's database as the
 // agent STRATA_TOKEN proves or --agent names. One place for capture, restore, export and import.
-import { loadClientConfig, serverUrlSchema } from "../server/config.ts";
+import { loadClientConfig, serverUrlSchema } from "../server/config/config.ts";
 import type { Db } from "../server/db/client.ts";
 import { StrataError } from "../server/domain/errors.ts";
 import { trustAgent, type AgentScope } from "../server/domain/scope.ts";
-import { authenticateAgent } from "../server/services/agents.ts";
+import { authenticateAgent } from "../server/auth/agents.ts";
 import { CliError, EXIT } from "./output.ts";
 import type { ServerOptions } from "./server-client.ts";
 

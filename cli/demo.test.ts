@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { describeEachDatabase } from "../server/db/test-databases.ts";
+import { describeEachDatabase } from "../server/testing/databases.ts";
 import { runDemo } from "./demo.ts";
 
 const dirs: string[] = [];

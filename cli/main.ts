@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { ZodError } from "zod";
-import { ConfigError } from "../server/config.ts";
+import { ConfigError } from "../server/config/config.ts";
 import { StrataError } from "../server/domain/errors.ts";
 import { registerCommands } from "./commands/index.ts";
 import { EXIT, CliError } from "./output.ts";

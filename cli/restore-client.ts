@@ -2,7 +2,7 @@
 // snapshot record, the workspace decision and the report; GET /api/blobs/<sha256> for the
 // bytes, streamed. Failures come back as the StrataErrors the server raised.
 import { StrataError } from "../server/domain/errors.ts";
-import type { RestorePort } from "../server/services/restore-snapshot.ts";
+import type { RestorePort } from "../server/restore/restore-snapshot.ts";
 import { connectServer, fromShape, remoteError, type ServerOptions } from "./server-client.ts";
 
 export type RemoteRestoreOptions = ServerOptions;

@@ -1,13 +1,13 @@
 // Publishing over HTTP: a real server (the app's tRPC and blob handlers behind node:http) on a
 // test database of each kind, reached with an agent token.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "../server/db/test-databases.ts";
+import { describeEachDatabase } from "../server/testing/databases.ts";
 import { isStrataError } from "../server/domain/errors.ts";
-import { addOrigin, initRepository, removeTemporaryDirectories, write } from "../server/git/test-repos.ts";
-import { captureAndPublish } from "../server/services/capture-publish.ts";
-import { consistencyViolations } from "../server/services/test-content.ts";
-import { makeAgent, uniqueName } from "../server/services/test-lineage.ts";
-import { serveApp, type TestServer } from "../server/trpc/test-http-server.ts";
+import { addOrigin, initRepository, removeTemporaryDirectories, write } from "../server/testing/repos.ts";
+import { captureAndPublish } from "../server/capture/capture-publish.ts";
+import { consistencyViolations } from "../server/testing/content.ts";
+import { makeAgent, uniqueName } from "../server/testing/lineage.ts";
+import { serveApp, type TestServer } from "../server/testing/http-server.ts";
 import { remoteCatalog } from "./strata-client.ts";
 
 afterAll(removeTemporaryDirectories);

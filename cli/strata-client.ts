@@ -1,7 +1,7 @@
 // The catalog of a Strata server, reached over HTTP with an agent token: tRPC (superjson) for
 // the calls, PUT /api/blobs/<sha256> for the bytes. Errors come back as the StrataErrors the
 // server raised, so callers check the same codes as with a local database.
-import type { CatalogPort } from "../server/services/capture-publish.ts";
+import type { CatalogPort } from "../server/capture/capture-publish.ts";
 import { blobResponseError, connectServer, remoteError, type ServerOptions } from "./server-client.ts";
 
 export type RemoteCatalogOptions = ServerOptions;

@@ -13,9 +13,9 @@
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { createTestCatalog, type TestCatalog } from "../server/db/test-catalog.ts";
+import { createTestCatalog, type TestCatalog } from "../server/testing/catalog.ts";
 import { trustAgent } from "../server/domain/scope.ts";
-import { acquireWorkspace } from "../server/services/workspaces.ts";
+import { acquireWorkspace } from "../server/acquire/acquire-workspace.ts";
 
 const { values } = parseArgs({
   options: {

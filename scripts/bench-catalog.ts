@@ -11,18 +11,18 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { Db } from "../server/db/client.ts";
-import { createTestCatalog, type TestCatalog } from "../server/db/test-catalog.ts";
+import { createTestCatalog, type TestCatalog } from "../server/testing/catalog.ts";
 import type { LayerDescriptor } from "../server/domain/content.ts";
-import { collectGarbage } from "../server/services/gc.ts";
-import { publishSnapshot } from "../server/services/layers.ts";
-import { retireSnapshot } from "../server/services/retirement.ts";
+import { collectGarbage } from "../server/gc/collect-garbage.ts";
+import { publishSnapshot } from "../server/content/layers.ts";
+import { retireSnapshot } from "../server/lineage/retirement.ts";
 import {
   ageBlobs,
   createCapturingSnapshot,
   createOwner,
   storeBytes,
   type Owner,
-} from "../server/services/test-content.ts";
+} from "../server/testing/content.ts";
 
 const { values } = parseArgs({
   options: {

@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { chromium } from "@playwright/test";
 import { openCatalog } from "../server/db/client.ts";
 import { migrate } from "../server/db/migrate.ts";
-import { createUser } from "../server/services/auth.ts";
+import { createUser } from "../server/auth/dashboard-auth.ts";
 import { seedLargeRepository } from "./dashboard-seed.ts";
 
 const { values } = parseArgs({

@@ -6,25 +6,25 @@
 //   tsx scripts/dashboard-seed.ts large 5000
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../server/config/config.ts";
 import { openCatalog, type Db } from "../server/db/client.ts";
 import { canonicalManifestBytes, type CaptureManifest } from "../server/domain/capture-manifest.ts";
 import type { LayerDescriptor } from "../server/domain/content.ts";
 import type { Manifest } from "../server/domain/manifest.ts";
 import { trustAgent, trustUser, type AgentScope, type UserRole } from "../server/domain/scope.ts";
-import { createAgent } from "../server/services/agents.ts";
-import { listUsers } from "../server/services/auth.ts";
-import { publishBaseline } from "../server/services/baselines.ts";
-import { appendCheckpoint } from "../server/services/checkpoints.ts";
-import { collectGarbage } from "../server/services/gc.ts";
-import { retireLineage } from "../server/services/lineages.ts";
-import { publishSnapshot } from "../server/services/layers.ts";
-import { pinSnapshot } from "../server/services/pins.ts";
-import { releaseRetiredHeads, retireSnapshot } from "../server/services/retirement.ts";
-import { acquireWorkspace, reportRestore } from "../server/services/workspaces.ts";
+import { createAgent } from "../server/auth/agents.ts";
+import { listUsers } from "../server/auth/dashboard-auth.ts";
+import { publishBaseline } from "../server/lineage/baselines.ts";
+import { appendCheckpoint } from "../server/lineage/checkpoints.ts";
+import { collectGarbage } from "../server/gc/collect-garbage.ts";
+import { retireLineage } from "../server/lineage/lineages.ts";
+import { publishSnapshot } from "../server/content/layers.ts";
+import { pinSnapshot } from "../server/content/pins.ts";
+import { releaseRetiredHeads, retireSnapshot } from "../server/lineage/retirement.ts";
+import { acquireWorkspace, reportRestore } from "../server/acquire/acquire-workspace.ts";
 // Seed data is made the way the tests make theirs.
-import { sha256, storeBytes as store } from "../server/services/test-content.ts";
-import { cleanEvidence, oid } from "../server/services/test-lineage.ts";
+import { sha256, storeBytes as store } from "../server/testing/content.ts";
+import { cleanEvidence, oid } from "../server/testing/lineage.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 const BACKEND = "modal";

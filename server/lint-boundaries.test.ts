@@ -1,5 +1,5 @@
-// The import boundary is a lint rule, so it is tested like code: routers and components that
-// reach for the database must fail `npm run lint`.
+// The import graph is a lint rule (eslint.config.mjs), so it is tested like code: an import
+// against it must fail `npm run lint`, and the imports the layout allows must pass.
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
 
@@ -10,27 +10,41 @@ async function ruleIds(code: string, filePath: string): Promise<string[]> {
   return (result?.messages ?? []).map((m) => m.ruleId ?? "");
 }
 
+const importing = (from: string) => `import * as imported from "${from}";\nexport const x = imported;\n`;
+
 describe("import boundaries", () => {
   it.each([
-    [
-      "server/trpc/routers/example.ts",
-      'import { openCatalog } from "../../db/client.ts";\nexport const x = openCatalog;\n',
-    ],
-    [
-      "server/trpc/routers/example.ts",
-      'import { PrismaClient } from "@prisma/client";\nexport const x = PrismaClient;\n',
-    ],
-    [
-      "components/example.tsx",
-      'import { openCatalog } from "../server/db/client.ts";\nexport const x = openCatalog;\n',
-    ],
-    ["components/example.tsx", 'import pg from "pg";\nexport const x = pg;\n'],
+    ["server/trpc/routers/example.ts", importing("../../db/client.ts")],
+    ["server/trpc/routers/example.ts", importing("@prisma/client")],
+    ["components/example.tsx", importing("../server/db/client.ts")],
+    ["components/example.tsx", importing("pg")],
   ])("%s may not import the database (%#)", async (file, code) => {
     expect(await ruleIds(code, file)).toContain("no-restricted-imports");
   });
 
-  it("services may use the database", async () => {
-    const code = 'import { openCatalog } from "../db/client.ts";\nexport const x = openCatalog;\n';
-    expect(await ruleIds(code, "server/services/example.ts")).not.toContain("no-restricted-imports");
+  it.each([
+    ["a component importing a capability", "components/example.tsx", "../server/lineage/snapshots.ts"],
+    ["a page importing a capability", "app/(dashboard)/example/page.tsx", "../../../server/content/pins.ts"],
+    ["a capability importing a router", "server/lineage/example.ts", "../trpc/root.ts"],
+    ["a capability importing the worker", "server/restore/example.ts", "../jobs/worker.ts"],
+    ["a cycle: content under lineage importing it back", "server/content/example.ts", "../lineage/snapshots.ts"],
+    ["a cycle: audit under lineage importing it back", "server/audit/example.ts", "../lineage/lineages.ts"],
+    ["a cycle: acquire under restore importing it back", "server/acquire/example.ts", "../restore/restore-snapshot.ts"],
+    ["git importing the database", "server/git/example.ts", "../db/client.ts"],
+    ["domain importing anything of the server", "server/domain/example.ts", "../db/client.ts"],
+    ["production code importing test support", "server/lineage/example.ts", "../testing/lineage.ts"],
+  ])("refuses %s", async (_what, file, target) => {
+    expect(await ruleIds(importing(target), file)).toContain("boundaries/dependencies");
+  });
+
+  it.each([
+    ["a capability importing one further down", "server/lineage/example.ts", "../content/pins.ts"],
+    ["a capability importing the database", "server/acquire/example.ts", "../db/client.ts"],
+    ["a router importing a capability", "server/trpc/routers/example.ts", "../../lineage/snapshots.ts"],
+    ["the CLI importing a capability", "cli/example.ts", "../server/capture/capture-publish.ts"],
+    ["a test importing test support", "server/lineage/example.test.ts", "../testing/lineage.ts"],
+  ])("allows %s", async (_what, file, target) => {
+    const ids = await ruleIds(importing(target), file);
+    expect(ids.filter((id) => id.startsWith("boundaries/") || id === "no-restricted-imports")).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { Nav } from "../../components/nav.tsx";
 import { ViewerProvider } from "../../components/viewer.tsx";
-import { getAuth, sessionUser } from "../../server/services/auth.ts";
+import { getAuth, sessionUser } from "../../server/auth/dashboard-auth.ts";
 
 export const dynamic = "force-dynamic";
 

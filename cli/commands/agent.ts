@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../server/config/config.ts";
 import { openCatalog } from "../../server/db/client.ts";
-import { createAgent, createAgentToken, listAgents, revokeAgentTokens } from "../../server/services/agents.ts";
+import { createAgent, createAgentToken, listAgents, revokeAgentTokens } from "../../server/auth/agents.ts";
 import { emit } from "../output.ts";
 import { runMigrate } from "./migrate.ts";
 

@@ -1,9 +1,9 @@
 // `strata capture` as an agent runs it, against a catalog of each kind: real process, real exit codes.
 import { spawnSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
-import { describeEachDatabase } from "../../server/db/test-databases.ts";
-import { initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../../server/git/test-repos.ts";
-import { makeAgent, uniqueName } from "../../server/services/test-lineage.ts";
+import { describeEachDatabase } from "../../server/testing/databases.ts";
+import { initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../../server/testing/repos.ts";
+import { makeAgent, uniqueName } from "../../server/testing/lineage.ts";
 
 afterAll(removeTemporaryDirectories);
 

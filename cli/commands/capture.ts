@@ -9,7 +9,7 @@ import {
   type CapturePublishStep,
   type CatalogPort,
   type CapturePublishTarget,
-} from "../../server/services/capture-publish.ts";
+} from "../../server/capture/capture-publish.ts";
 import { localAgent, serverTarget } from "../connection.ts";
 import { CliError, EXIT, emit, progress, progressDone } from "../output.ts";
 import { remoteCatalog } from "../strata-client.ts";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../server/config/config.ts";
 import { demoDirectory, runDemo } from "../demo.ts";
 import { emit, progressDone } from "../output.ts";
 import { withCatalog } from "./agent.ts";

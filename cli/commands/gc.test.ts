@@ -1,10 +1,10 @@
 // `strata gc` as an operator runs it, against a catalog of each kind.
 import { spawnSync } from "node:child_process";
 import { expect, it } from "vitest";
-import { describeEachDatabase } from "../../server/db/test-databases.ts";
-import { publishSnapshot } from "../../server/services/layers.ts";
-import { retireSnapshot } from "../../server/services/retirement.ts";
-import { createCapturingSnapshot, createOwner, storeBytes, storedLayer } from "../../server/services/test-content.ts";
+import { describeEachDatabase } from "../../server/testing/databases.ts";
+import { publishSnapshot } from "../../server/content/layers.ts";
+import { retireSnapshot } from "../../server/lineage/retirement.ts";
+import { createCapturingSnapshot, createOwner, storeBytes, storedLayer } from "../../server/testing/content.ts";
 
 function strata(args: string[], databaseUrl: string) {
   const run = spawnSync(process.execPath, ["cli/strata.mjs", ...args], {

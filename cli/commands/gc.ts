@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { collectGarbage, DEFAULT_GC_SETTINGS, listCollectionRuns } from "../../server/services/gc.ts";
-import { releaseRetiredHeads } from "../../server/services/retirement.ts";
+import { collectGarbage, DEFAULT_GC_SETTINGS, listCollectionRuns } from "../../server/gc/collect-garbage.ts";
+import { releaseRetiredHeads } from "../../server/lineage/retirement.ts";
 import { CliError, EXIT, emit } from "../output.ts";
 import { withCatalog } from "./agent.ts";
 

@@ -12,7 +12,7 @@ import { finished } from "node:stream/promises";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Catalog } from "../../server/db/client.ts";
-import { createTestCatalog, describeEachDatabase } from "../../server/db/test-databases.ts";
+import { createTestCatalog, describeEachDatabase } from "../../server/testing/databases.ts";
 import { isStrataError, StrataError } from "../../server/domain/errors.ts";
 import {
   blobLine,
@@ -21,13 +21,13 @@ import {
   MAX_EXPORT_BLOB_BYTES,
   type ExportHeader,
 } from "../../server/domain/export-format.ts";
-import { CHECKOUT_FIXTURES } from "../../server/git/test-checkouts.ts";
-import { removeTemporaryDirectories, temporaryDirectory } from "../../server/git/test-repos.ts";
-import { DEFAULT_MAX_BLOB_BYTES } from "../../server/services/blobs.ts";
-import { exportSnapshot } from "../../server/services/snapshot-export.ts";
-import { importSnapshotFile } from "../../server/services/snapshot-import.ts";
-import { makeAgent, uniqueName, type TestAgent } from "../../server/services/test-lineage.ts";
-import { publishCheckpointCapture } from "../../server/services/test-restore.ts";
+import { CHECKOUT_FIXTURES } from "../../server/testing/checkouts.ts";
+import { removeTemporaryDirectories, temporaryDirectory } from "../../server/testing/repos.ts";
+import { DEFAULT_MAX_BLOB_BYTES } from "../../server/content/blobs.ts";
+import { exportSnapshot } from "../../server/transfer/snapshot-export.ts";
+import { importSnapshotFile } from "../../server/transfer/snapshot-import.ts";
+import { makeAgent, uniqueName, type TestAgent } from "../../server/testing/lineage.ts";
+import { publishCheckpointCapture } from "../../server/testing/restore.ts";
 import { EXIT } from "../output.ts";
 import { exitCodeFor, RESTORE_EXIT } from "./restore.ts";
 

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../server/config/config.ts";
 import { migrate } from "../../server/db/migrate.ts";
 import { CliError, EXIT, emit } from "../output.ts";
 

@@ -20,9 +20,9 @@ import {
   restoreSnapshot,
   type AcquireAndRestoreResult,
   type RestorePort,
-} from "../../server/services/restore-snapshot.ts";
-import { exportSnapshot } from "../../server/services/snapshot-export.ts";
-import { importSnapshotFile } from "../../server/services/snapshot-import.ts";
+} from "../../server/restore/restore-snapshot.ts";
+import { exportSnapshot } from "../../server/transfer/snapshot-export.ts";
+import { importSnapshotFile } from "../../server/transfer/snapshot-import.ts";
 import { remoteRestorePort } from "../restore-client.ts";
 import { localAgent, serverTarget } from "../connection.ts";
 import { CliError, EXIT, emit, progress } from "../output.ts";

@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import next from "next";
-import { describeDatabase, loadConfig, type Config } from "../../server/config.ts";
+import { describeDatabase, loadConfig, type Config } from "../../server/config/config.ts";
 import { openCatalog } from "../../server/db/client.ts";
 import { openJobQueue } from "../../server/jobs/job-queues.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";

@@ -1,9 +1,9 @@
 // `strata sweep` as an operator runs it, against a catalog of each kind.
 import { spawnSync } from "node:child_process";
 import { expect, it } from "vitest";
-import { describeEachDatabase } from "../../server/db/test-databases.ts";
-import { appendCheckpoint } from "../../server/services/checkpoints.ts";
-import { lineageKeyOf, makeAgent, manifestOf, oid, scenario, uniqueName } from "../../server/services/test-lineage.ts";
+import { describeEachDatabase } from "../../server/testing/databases.ts";
+import { appendCheckpoint } from "../../server/lineage/checkpoints.ts";
+import { lineageKeyOf, makeAgent, manifestOf, oid, scenario, uniqueName } from "../../server/testing/lineage.ts";
 
 function strata(args: string[], databaseUrl: string) {
   const run = spawnSync(process.execPath, ["cli/strata.mjs", ...args], {

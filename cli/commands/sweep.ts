@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { DEFAULT_SWEEP_SETTINGS } from "../../server/domain/retention.ts";
-import { sweepSnapshots } from "../../server/services/sweeper.ts";
+import { sweepSnapshots } from "../../server/lineage/sweeper.ts";
 import { CliError, EXIT, emit } from "../output.ts";
 import { withCatalog } from "./agent.ts";
 

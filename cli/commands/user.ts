@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { USER_ROLES, type UserRole } from "../../server/domain/scope.ts";
-import { createUser, listUsers, setUserRole } from "../../server/services/auth.ts";
+import { createUser, listUsers, setUserRole } from "../../server/auth/dashboard-auth.ts";
 import { CliError, EXIT, emit } from "../output.ts";
 import { withCatalog } from "./agent.ts";
 

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { describeDatabase, loadConfig, type Config } from "../../server/config.ts";
+import { describeDatabase, loadConfig, type Config } from "../../server/config/config.ts";
 import { openCatalog } from "../../server/db/client.ts";
 import { hostNameSchema } from "../../server/domain/jobs.ts";
 import { startWorkerProcess } from "../../server/jobs/worker-process.ts";

@@ -2,11 +2,11 @@
 // schema of the migration before it (raw SQL: those tables had no agent columns), then it runs.
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { pinSnapshot, releasePin } from "../services/pins.ts";
-import { createCapturingSnapshot, createOwner } from "../services/test-content.ts";
+import { pinSnapshot, releasePin } from "../content/pins.ts";
+import { createCapturingSnapshot, createOwner } from "../testing/content.ts";
 import { openCatalog } from "./client.ts";
 import { migrate, readMigrations } from "./migrate.ts";
-import { createEmptyDatabase, DATABASE_KINDS, type EmptyDatabase } from "./test-databases.ts";
+import { createEmptyDatabase, DATABASE_KINDS, type EmptyDatabase } from "../testing/databases.ts";
 
 const SCOPED = "20261201100000_agent_scoped_ids";
 

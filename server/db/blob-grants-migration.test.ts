@@ -2,10 +2,10 @@
 // the schema of the migration before it, then the migration runs, on each kind of database.
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { createCapturingSnapshot, createOwner, storeBytes, type Owner } from "../services/test-content.ts";
+import { createCapturingSnapshot, createOwner, storeBytes, type Owner } from "../testing/content.ts";
 import { openCatalog, type Db } from "./client.ts";
 import { migrate, readMigrations } from "./migrate.ts";
-import { createEmptyDatabase, DATABASE_KINDS, type EmptyDatabase } from "./test-databases.ts";
+import { createEmptyDatabase, DATABASE_KINDS, type EmptyDatabase } from "../testing/databases.ts";
 
 const GRANTS = "20261201000000_blob_grants";
 

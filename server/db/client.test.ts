@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { inTransaction } from "./client.ts";
-import { acquireFor, makeAgent, publishClean, scenario } from "../services/test-lineage.ts";
-import { describeEachDatabase } from "./test-databases.ts";
+import { acquireFor, makeAgent, publishClean, scenario } from "../testing/lineage.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 
 describeEachDatabase("catalog client", (catalog) => {
   const warnings: string[] = [];

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Catalog } from "./client.ts";
 import { isUniqueViolation } from "./errors.ts";
-import { describeEachDatabase } from "./test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 
 interface Fixture {
   agentId: string;

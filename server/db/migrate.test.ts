@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { sqlitePath, type DatabaseKind } from "./client.ts";
 import { migrate, readMigrations } from "./migrate.ts";
-import { createEmptyDatabase, type EmptyDatabase } from "./test-databases.ts";
+import { createEmptyDatabase, type EmptyDatabase } from "../testing/databases.ts";
 
 type Shape = Record<string, string[]>;
 

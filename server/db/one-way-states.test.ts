@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Catalog } from "./client.ts";
 import { isOneWayStateViolation } from "./errors.ts";
-import { describeEachDatabase } from "./test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 
 const SNAPSHOT_STATES = ["capturing", "ready", "superseded", "retired", "failed", "deleting", "deleted"] as const;
 type SnapshotState = (typeof SNAPSHOT_STATES)[number];

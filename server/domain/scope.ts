@@ -1,5 +1,5 @@
 // Who is calling. These types can only be made by the authentication gate
-// (server/services/agents.ts for agents; dashboard sign-in for users), so a service that takes
+// (server/auth/agents.ts for agents; dashboard sign-in for users), so a service that takes
 // an AgentScope knows the id was proven by a token, not taken from input.
 
 declare const agentBrand: unique symbol;

@@ -16,7 +16,7 @@ import {
   temporaryDirectory,
   treeFromPatches,
   write,
-} from "./test-repos.ts";
+} from "../testing/repos.ts";
 
 afterAll(removeTemporaryDirectories);
 

@@ -11,7 +11,7 @@ import {
   removeTemporaryDirectories,
   temporaryDirectory,
   write,
-} from "./test-repos.ts";
+} from "../testing/repos.ts";
 
 afterAll(removeTemporaryDirectories);
 

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { environmentDigest } from "./env-hash.ts";
 import { filterDriversNamed, recordedFilters } from "./filters.ts";
-import { removeTemporaryDirectories, temporaryDirectory, write } from "./test-repos.ts";
+import { removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
 
 afterAll(removeTemporaryDirectories);
 

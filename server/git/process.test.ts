@@ -10,7 +10,7 @@ import {
   type ProcessStarter,
   type StartOptions,
 } from "./process.ts";
-import { removeTemporaryDirectories, temporaryDirectory } from "./test-repos.ts";
+import { removeTemporaryDirectories, temporaryDirectory } from "../testing/repos.ts";
 
 afterAll(removeTemporaryDirectories);
 

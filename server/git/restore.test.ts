@@ -21,7 +21,7 @@ import { memoryBlobSource } from "./restore-blobs.ts";
 import { filesDifferingFromIndex } from "./restore-commands.ts";
 import { filesDifferingFromBlobs, restoreWorktree, type RestoreOptions } from "./restore.ts";
 import { createGitRunner } from "./runner.ts";
-import { captureInto, CHECKOUT_FIXTURES, FAKE_SECRET } from "./test-checkouts.ts";
+import { captureInto, CHECKOUT_FIXTURES, FAKE_SECRET } from "../testing/checkouts.ts";
 import {
   addOrigin,
   commitAll,
@@ -30,7 +30,7 @@ import {
   removeTemporaryDirectories,
   temporaryDirectory,
   write,
-} from "./test-repos.ts";
+} from "../testing/repos.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -316,7 +316,7 @@ describe("a restore killed midway", () => {
       [
         "--import",
         "tsx",
-        "server/git/test-restore-process.ts",
+        "server/testing/restore-process.ts",
         JSON.stringify({
           manifest: captured.manifest,
           snapshotId: SNAPSHOT_ID,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isStrataError } from "../domain/errors.ts";
 import { createGitRunner, gitEnvironment, redactCredentials, subcommandOf } from "./runner.ts";
-import { git, initRepository, removeTemporaryDirectories, temporaryDirectory } from "./test-repos.ts";
+import { git, initRepository, removeTemporaryDirectories, temporaryDirectory } from "../testing/repos.ts";
 import { afterAll } from "vitest";
 
 afterAll(removeTemporaryDirectories);

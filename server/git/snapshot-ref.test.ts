@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { createGitRunner } from "./runner.ts";
 import { defaultCheckoutName, refComponent, snapshotRefName, snapshotWriter } from "./snapshot-ref.ts";
-import { git, initRepository, removeTemporaryDirectories } from "./test-repos.ts";
+import { git, initRepository, removeTemporaryDirectories } from "../testing/repos.ts";
 import { afterAll } from "vitest";
 
 afterAll(removeTemporaryDirectories);

@@ -27,15 +27,15 @@ import {
   localCatalog,
   manifestBlob,
   type CatalogPort,
-} from "../services/capture-publish.ts";
+} from "../capture/capture-publish.ts";
 import {
   loadCaptureManifest,
   localRestorePort,
   reportRestoreFailure,
   reportRestoreResult,
   restoreSnapshot,
-} from "../services/restore-snapshot.ts";
-import { getSnapshot } from "../services/snapshots.ts";
+} from "../restore/restore-snapshot.ts";
+import { getSnapshot } from "../lineage/snapshots.ts";
 import { runGcJob, runSweepJob } from "./maintenance.ts";
 import type { ClaimedJob } from "./queue.ts";
 import type { JobContext, JobHandler } from "./worker.ts";

@@ -1,7 +1,7 @@
 // The sweep's job pruning on both databases: finished jobs past the retention window go,
 // everything else stays.
 import { expect, it } from "vitest";
-import { describeEachDatabase } from "../db/test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 import { FINISHED_JOB_RETENTION_MS, pruneFinishedJobs } from "./maintenance.ts";
 
 const DAY = 24 * 60 * 60 * 1000;

@@ -5,8 +5,8 @@
 import type { DatabaseKind, Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { FINAL_STATES } from "../domain/jobs.ts";
-import { collectGarbage } from "../services/gc.ts";
-import { sweepSnapshots } from "../services/sweeper.ts";
+import { collectGarbage } from "../gc/collect-garbage.ts";
+import { sweepSnapshots } from "../lineage/sweeper.ts";
 import type { JobQueue } from "./queue.ts";
 import { transactionNow } from "./queue.ts";
 

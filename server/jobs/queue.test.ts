@@ -6,9 +6,9 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPostgresClient } from "../db/errors.ts";
-import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../db/test-databases.ts";
+import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../testing/databases.ts";
 import { retryDelayMs } from "../domain/jobs.ts";
-import { makeAgent, type TestAgent } from "../services/test-lineage.ts";
+import { makeAgent, type TestAgent } from "../testing/lineage.ts";
 import { jobQueueFor, openJobQueue } from "./job-queues.ts";
 import type { JobQueue } from "./queue.ts";
 
@@ -255,7 +255,7 @@ describeEachDatabase("job queue", (catalog, kind) => {
   }, 60_000);
 });
 
-const CHILD = fileURLToPath(new URL("./test-queue-process.ts", import.meta.url));
+const CHILD = fileURLToPath(new URL("../testing/queue-process.ts", import.meta.url));
 
 /** Runs the queue child process and returns the JSON lines it printed. */
 function runChild(args: {

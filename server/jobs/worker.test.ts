@@ -3,9 +3,9 @@
 // nothing of the cancelled run is recorded.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "../db/test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 import { StrataError } from "../domain/errors.ts";
-import { makeAgent, type TestAgent } from "../services/test-lineage.ts";
+import { makeAgent, type TestAgent } from "../testing/lineage.ts";
 import { openJobQueue } from "./job-queues.ts";
 import type { JobQueue } from "./queue.ts";
 import { startWorker, type JobHandler, type RunningWorker, type WorkerEvent } from "./worker.ts";

@@ -5,10 +5,10 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "../db/test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError, type ErrorCode } from "../domain/errors.ts";
-import { createAgent, revokeAgentTokens } from "../services/agents.ts";
-import { cleanEvidence, manifestOf, oid, scenario, uniqueName } from "../services/test-lineage.ts";
+import { createAgent, revokeAgentTokens } from "../auth/agents.ts";
+import { cleanEvidence, manifestOf, oid, scenario, uniqueName } from "../testing/lineage.ts";
 import { createContextInner } from "./init.ts";
 import { appRouter, createCaller, type AppRouter } from "./root.ts";
 

@@ -3,11 +3,11 @@
 import { randomUUID } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "../db/test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError, type StrataError } from "../domain/errors.ts";
 import { trustUser, type UserRole } from "../domain/scope.ts";
-import { createAgent } from "../services/agents.ts";
-import { createCapturingSnapshot, storeBytes, storedLayer } from "../services/test-content.ts";
+import { createAgent } from "../auth/agents.ts";
+import { createCapturingSnapshot, storeBytes, storedLayer } from "../testing/content.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";
 

@@ -2,11 +2,11 @@
 // server; agent tokens never pass; mutations change nothing when refused.
 import { TRPCError } from "@trpc/server";
 import { beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "../db/test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError } from "../domain/errors.ts";
 import type { UserRole, UserScope } from "../domain/scope.ts";
-import { describePin } from "../services/pins.ts";
-import { buildHistory, makeUser } from "../services/test-dashboard.ts";
+import { describePin } from "../content/pins.ts";
+import { buildHistory, makeUser } from "../testing/dashboard.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readMigrations } from "../db/migrate.ts";
-import { describeEachDatabase } from "../db/test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 import { trustUser } from "../domain/scope.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";

@@ -4,11 +4,11 @@ import { randomUUID } from "node:crypto";
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError, type z } from "zod";
-import { getCatalog, type CatalogHandle, type Db } from "../services/catalog.ts";
+import { getCatalog, type CatalogHandle, type Db } from "../db/catalog.ts";
 import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
 import type { UserRole, UserScope } from "../domain/scope.ts";
-import { authenticateAgent } from "../services/agents.ts";
-import { getAuth, sessionUser } from "../services/auth.ts";
+import { authenticateAgent } from "../auth/agents.ts";
+import { getAuth, sessionUser } from "../auth/dashboard-auth.ts";
 import { assertSafeInput, describeZodIssues, invalidInput } from "./input-boundary.ts";
 
 // 1. Context ----------------------------------------------------------------------------------

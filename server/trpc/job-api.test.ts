@@ -2,12 +2,12 @@
 // own jobs; enqueueRestore records the acquire decision and its job together.
 import { TRPCError } from "@trpc/server";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "../db/test-databases.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError } from "../domain/errors.ts";
 import { openJobQueue } from "../jobs/job-queues.ts";
 import type { JobQueue } from "../jobs/queue.ts";
-import { createAgent } from "../services/agents.ts";
-import { uniqueName } from "../services/test-lineage.ts";
+import { createAgent } from "../auth/agents.ts";
+import { uniqueName } from "../testing/lineage.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";
 

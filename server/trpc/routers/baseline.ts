@@ -3,7 +3,7 @@ import {
   findBaselineHead,
   publishBaseline,
   publishBaselineInput,
-} from "../../services/baselines.ts";
+} from "../../lineage/baselines.ts";
 import { publishBaselineResultSchema, snapshotRefSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { blobDigestSchema } from "../../domain/content.ts";
-import { missingBlobs } from "../../services/blobs.ts";
+import { missingBlobs } from "../../content/blobs.ts";
 import { agentProcedure, router } from "../init.ts";
 
 // Bytes travel over HTTP (PUT/GET /api/blobs/<sha256>); this asks which ones to send.

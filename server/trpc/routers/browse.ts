@@ -1,5 +1,5 @@
-import { listRepositories, listRestores } from "../../services/browse.ts";
-import { listSnapshots, snapshotListInput } from "../../services/snapshot-list.ts";
+import { listRepositories, listRestores } from "../../dashboard/browse.ts";
+import { listSnapshots, snapshotListInput } from "../../lineage/snapshot-list.ts";
 import { router, staffProcedure } from "../init.ts";
 
 const staff = staffProcedure(["operator", "support", "admin"]);

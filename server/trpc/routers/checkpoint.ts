@@ -1,4 +1,4 @@
-import { appendCheckpoint, appendCheckpointInput } from "../../services/checkpoints.ts";
+import { appendCheckpoint, appendCheckpointInput } from "../../lineage/checkpoints.ts";
 import { appendCheckpointResultSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { collectResultSchema, retireSnapshotResultSchema } from "../../domain/content-views.ts";
-import { listAuditEvents, listAuditEventsInput } from "../../services/audit-log.ts";
-import { collectionOverview, runCollectionNow } from "../../services/collection-overview.ts";
-import { repositoryGraph, repositoryGraphInput } from "../../services/lineage-graph.ts";
-import { inspectPins, inspectPinsInput } from "../../services/pin-inspection.ts";
+import { listAuditEvents, listAuditEventsInput } from "../../audit/audit-log.ts";
+import { collectionOverview, runCollectionNow } from "../../gc/collection-overview.ts";
+import { repositoryGraph, repositoryGraphInput } from "../../dashboard/lineage-graph.ts";
+import { inspectPins, inspectPinsInput } from "../../dashboard/pin-inspection.ts";
 import {
   previewRetirement,
   retireLineageByUser,
@@ -11,8 +11,8 @@ import {
   retirementSubjectInput,
   retireSnapshotByUser,
   retireSnapshotByUserInput,
-} from "../../services/retirement-preview.ts";
-import { snapshotDetail, snapshotDetailInput } from "../../services/snapshot-detail.ts";
+} from "../../dashboard/retirement-preview.ts";
+import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
 import { router, staffProcedure } from "../init.ts";
 
 const staff = staffProcedure(["operator", "support", "admin"]);

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { collectionRunSchema, collectResultSchema, headReleaseTallySchema } from "../../domain/content-views.ts";
-import { collectGarbage, listCollectionRuns } from "../../services/gc.ts";
-import { releaseRetiredHeads } from "../../services/retirement.ts";
+import { collectGarbage, listCollectionRuns } from "../../gc/collect-garbage.ts";
+import { releaseRetiredHeads } from "../../lineage/retirement.ts";
 import { router, staffProcedure } from "../init.ts";
 
 const admin = staffProcedure(["admin"]);

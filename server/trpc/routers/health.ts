@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { getHealth } from "../../services/health.ts";
+import { getHealth } from "../../db/health.ts";
 import { publicProcedure } from "../init.ts";
 
 export const healthProcedure = publicProcedure

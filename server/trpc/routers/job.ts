@@ -10,7 +10,7 @@ import {
   getJob,
   listJobs,
   listJobsInput,
-} from "../../services/jobs.ts";
+} from "../../jobs/agent-jobs.ts";
 import { agentProcedure, router } from "../init.ts";
 
 const jobRef = z.strictObject({ jobId: z.string().min(1).max(100) });

@@ -6,7 +6,7 @@ import {
   listLineagesInput,
   retireLineage,
   retireLineageInput,
-} from "../../services/lineages.ts";
+} from "../../lineage/lineages.ts";
 import { lineagePageSchema, lineageViewSchema, retireLineageResultSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 

@@ -10,7 +10,7 @@ import {
   pinIdSchema,
   pinSnapshot,
   releasePin,
-} from "../../services/pins.ts";
+} from "../../content/pins.ts";
 import { agentProcedure, router } from "../init.ts";
 
 const pinRef = z.strictObject({ snapshotId: entityIdSchema, pinId: pinIdSchema });

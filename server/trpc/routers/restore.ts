@@ -5,7 +5,7 @@ import {
   discardDegradedInput,
   listDegradedRestores,
   listDegradedRestoresInput,
-} from "../../services/degraded-restores.ts";
+} from "../../restore/degraded-restores.ts";
 import { router, staffProcedure } from "../init.ts";
 
 const staff = staffProcedure(["operator", "support", "admin"]);

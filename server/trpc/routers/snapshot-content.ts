@@ -2,8 +2,8 @@ import { z } from "zod";
 import { blobDigestSchema, publishLayersInput } from "../../domain/content.ts";
 import { publishSnapshotResultSchema, retireSnapshotResultSchema } from "../../domain/content-views.ts";
 import { entityIdSchema } from "../../domain/snapshot-keys.ts";
-import { publishSnapshot } from "../../services/layers.ts";
-import { retireSnapshot } from "../../services/retirement.ts";
+import { publishSnapshot } from "../../content/layers.ts";
+import { retireSnapshot } from "../../lineage/retirement.ts";
 import { agentProcedure, router } from "../init.ts";
 
 // snapshot.publish (the layer form) and snapshot.delete (which retires). Merged into the

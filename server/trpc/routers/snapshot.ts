@@ -1,5 +1,5 @@
-import { getSnapshot, getSnapshotInput } from "../../services/snapshots.ts";
-import { listSnapshots, snapshotListInput } from "../../services/snapshot-list.ts";
+import { getSnapshot, getSnapshotInput } from "../../lineage/snapshots.ts";
+import { listSnapshots, snapshotListInput } from "../../lineage/snapshot-list.ts";
 import { snapshotDetailSchema, snapshotPageSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 

@@ -3,7 +3,7 @@ import {
   acquireWorkspaceInput,
   reportRestore,
   reportRestoreInput,
-} from "../../services/workspaces.ts";
+} from "../../acquire/acquire-workspace.ts";
 import { reportRestoreResultSchema, restorePlanSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 

@@ -1,0 +1,67 @@
+import { expect, it } from "vitest";
+import { describeEachDatabase } from "../testing/databases.ts";
+import { isStrataError } from "../domain/errors.ts";
+import {
+  authenticateAgent,
+  createAgent,
+  createAgentToken,
+  hashToken,
+  listAgents,
+  revokeAgentTokens,
+} from "./agents.ts";
+import { uniqueName } from "../testing/lineage.ts";
+
+describeEachDatabase("agents and tokens", (catalog) => {
+  it("shows a token once and stores only its SHA-256", async () => {
+    const db = catalog().db;
+    const issued = await createAgent(db, { name: uniqueName("builder") });
+    expect(issued.token).toMatch(/^strata_/);
+    const rows = await db.agentToken.findMany({ where: { agentId: issued.agentId } });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.tokenHash).toBe(hashToken(issued.token));
+    expect(JSON.stringify(rows)).not.toContain(issued.token);
+    const listed = await listAgents(db);
+    expect(JSON.stringify(listed, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))).not.toContain(
+      issued.token,
+    );
+  });
+
+  it("authenticates a bearer token to its agent, and nothing else", async () => {
+    const db = catalog().db;
+    const issued = await createAgent(db, { name: uniqueName("builder") });
+    const scope = await authenticateAgent(db, `Bearer ${issued.token}`);
+    expect(scope).toMatchObject({ agentId: issued.agentId, agentName: issued.agentName });
+    expect(await authenticateAgent(db, null)).toBeNull();
+    expect(await authenticateAgent(db, issued.token)).toBeNull();
+    expect(await authenticateAgent(db, `Bearer ${issued.token}x`)).toBeNull();
+    expect(await authenticateAgent(db, "Bearer strata_unknown")).toBeNull();
+  });
+
+  it("refuses a duplicate name", async () => {
+    const db = catalog().db;
+    const name = uniqueName("dup");
+    await createAgent(db, { name });
+    const error = await createAgent(db, { name }).catch((e: unknown) => e);
+    expect(isStrataError(error, "CONFLICT")).toBe(true);
+  });
+
+  it("revokes one token by prefix or all of them; a revoked token fails", async () => {
+    const db = catalog().db;
+    const first = await createAgent(db, { name: uniqueName("rotating") });
+    const second = await createAgentToken(db, { name: first.agentName, label: "rotation" });
+    expect(await revokeAgentTokens(db, { name: first.agentName, prefix: first.prefix })).toBe(1);
+    expect(await authenticateAgent(db, `Bearer ${first.token}`)).toBeNull();
+    expect(await authenticateAgent(db, `Bearer ${second.token}`)).not.toBeNull();
+    expect(await revokeAgentTokens(db, { name: first.agentName })).toBe(1);
+    expect(await authenticateAgent(db, `Bearer ${second.token}`)).toBeNull();
+    const missing = await revokeAgentTokens(db, { name: uniqueName("nobody") }).catch((e: unknown) => e);
+    expect(isStrataError(missing, "NOT_FOUND")).toBe(true);
+  });
+
+  it("refuses the tokens of a disabled agent", async () => {
+    const db = catalog().db;
+    const issued = await createAgent(db, { name: uniqueName("disabled") });
+    await db.agent.update({ where: { id: issued.agentId }, data: { disabledAt: new Date() } });
+    expect(await authenticateAgent(db, `Bearer ${issued.token}`)).toBeNull();
+  });
+});

@@ -1,0 +1,192 @@
+// The dashboard's pins, retirement, audit-log and collection services on a small history.
+import { expect, it } from "vitest";
+import { describeEachDatabase } from "../testing/databases.ts";
+import { isStrataError } from "../domain/errors.ts";
+import { listAuditEvents } from "../audit/audit-log.ts";
+import { collectionOverview, runCollectionNow } from "../gc/collection-overview.ts";
+import { inspectPins } from "./pin-inspection.ts";
+import { pinSnapshot } from "../content/pins.ts";
+import { previewRetirement, retireLineageByUser, retireSnapshotByUser } from "./retirement-preview.ts";
+import { createOwner } from "../testing/content.ts";
+import { buildHistory, makeUser } from "../testing/dashboard.ts";
+
+describeEachDatabase("dashboard services", (catalog) => {
+  it("pins: active and closed holds with their snapshots; the pins that keep a retired snapshot", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const operator = await makeUser(db, "operator");
+    await pinSnapshot(db, {
+      agentId: h.agent.scope.agentId,
+      snapshotId: h.bFirst,
+      pinId: `hold:${h.bFirst}`,
+      holder: "support",
+      purpose: "investigation",
+    });
+    await retireSnapshotByUser(db, { snapshotId: h.bFirst, reason: "bad capture", user: operator });
+
+    const all = await inspectPins(db, { snapshotId: h.bFirst });
+    expect(all.pins).toEqual([
+      expect.objectContaining({ pinId: `hold:${h.bFirst}`, status: "active", keepsRetired: true }),
+    ]);
+    const keeping = await inspectPins(db, { keepingRetired: true });
+    expect(keeping.pins.map((p) => p.pinId)).toContain(`hold:${h.bFirst}`);
+    expect(keeping.pins.every((p) => p.keepsRetired)).toBe(true);
+    expect(keeping.keepingRetiredCount).toBeGreaterThanOrEqual(1);
+    const keptSnapshot = keeping.pins.find((p) => p.pinId === `hold:${h.bFirst}`)?.snapshot;
+    expect(keptSnapshot).toMatchObject({ id: h.bFirst, state: "retired", class: "checkpoint" });
+
+    const closed = await inspectPins(db, { status: "closed" });
+    // Work context A's first restore was reported restored: its pin is closed.
+    expect(closed.pins.some((p) => p.status === "released" && !p.active)).toBe(true);
+    const active = await inspectPins(db, { status: "active" });
+    expect(active.pins.every((p) => p.active)).toBe(true);
+    expect(active.activeCount).toBeGreaterThanOrEqual(active.pins.length);
+  });
+
+  it("pages through pins newest first, every pin once, ties on the same instant included", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const at = new Date("2026-11-30T12:00:00.000Z");
+    // Seven holds, four of them taken at the same instant, so the cursor must break ties.
+    for (let i = 0; i < 7; i++) {
+      await db.pin.create({
+        data: {
+          agentId: h.agent.scope.agentId,
+          pinId: `page:${i}`,
+          snapshotId: h.bFirst,
+          holder: "support",
+          createdAt: i < 4 ? at : new Date(at.getTime() + i),
+        },
+      });
+    }
+    // Pin ids are per agent: another agent's release-first rows with the same ids, at the same
+    // instant, and an id holding the cursor's separator.
+    const other = await createOwner(db);
+    for (const pinId of ["page:0", "page:1", "page|2"]) {
+      await db.pin.create({
+        data: { agentId: other.agentId, pinId, snapshotId: h.bFirst, released: true, releasedAt: at, createdAt: at },
+      });
+    }
+    const everything = await inspectPins(db, { snapshotId: h.bFirst, limit: 500 });
+    expect(everything.nextCursor).toBeNull();
+    const key = (p: { agentId: string; pinId: string }) => `${p.agentId}/${p.pinId}`;
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const result = await inspectPins(db, { snapshotId: h.bFirst, limit: 3, cursor });
+      seen.push(...result.pins.map(key));
+      // The totals head the first page only.
+      expect(result.activeCount === null).toBe(page > 0);
+      if (!result.nextCursor) break;
+      cursor = result.nextCursor;
+    }
+    expect(seen).toEqual(everything.pins.map(key));
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.filter((id) => id.includes("/page:") || id.includes("/page|"))).toHaveLength(10);
+
+    const refused = await inspectPins(db, { cursor: "not-a-cursor" }).catch((e: unknown) => e);
+    expect(isStrataError(refused, "INVALID_INPUT")).toBe(true);
+  });
+
+  it("previews a lineage retirement: what retires, what pins protect, what GC may reclaim", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const preview = await previewRetirement(db, { kind: "lineage", id: h.lineageA });
+    expect(preview.alreadyRetired).toBe(false);
+    expect(preview.retires.map((s) => s.id)).toEqual([h.a[2]]);
+    expect(preview.untouched.map((s) => s.id)).toEqual([h.a[0], h.a[1]]);
+    // The degraded resume's pin keeps a3 for 30 days.
+    expect(preview.protectedByPins).toEqual([expect.objectContaining({ pinId: h.degradedPinId, snapshotId: h.a[2] })]);
+    expect(preview.releasedAtNextCollection).toBe(0);
+    expect(preview.reclaim).toMatchObject({ layers: 0 });
+    expect(preview.notes.join(" ")).toMatch(/2 earlier checkpoints are already superseded/);
+  });
+
+  it("previews a snapshot retirement: unpinned, only its own top layers are reclaimable", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const preview = await previewRetirement(db, { kind: "snapshot", id: h.a[1]! });
+    expect(preview.retires.map((s) => s.id)).toEqual([h.a[1]]);
+    expect(preview.protectedByPins).toEqual([]);
+    expect(preview.releasedAtNextCollection).toBe(1);
+    // a2's heads: its patch (parent of a3's patch, so shared) and its manifest layer (its own).
+    expect(preview.reclaim).toMatchObject({ layers: 1, sharedLayers: 2, partial: false });
+    expect(preview.reclaim.bytes).toBe(Number(h.manifestLayers[1]!.sizeBytes));
+    await expect(previewRetirement(db, { kind: "snapshot", id: "nope" })).rejects.toSatisfy((e) =>
+      isStrataError(e, "NOT_FOUND"),
+    );
+  });
+
+  it("retires a lineage and a snapshot for a user, with the user and reason in the audit log", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const operator = await makeUser(db, "operator");
+    const lineage = await retireLineageByUser(db, { lineageId: h.lineageB, reason: "task abandoned", user: operator });
+    expect(lineage).toEqual({ lineageId: h.lineageB, alreadyRetired: false, retiredSnapshotIds: [h.bFirst] });
+    const snapshot = await retireSnapshotByUser(db, { snapshotId: h.a[0]!, reason: "leaked a token", user: operator });
+    expect(snapshot).toMatchObject({ state: "retired", alreadyRetired: false, activePins: 0 });
+    expect(
+      (await retireLineageByUser(db, { lineageId: h.lineageB, reason: "again", user: operator })).alreadyRetired,
+    ).toBe(true);
+    await expect(retireSnapshotByUser(db, { snapshotId: h.a[0]!, reason: "", user: operator })).rejects.toThrow();
+
+    const log = await listAuditEvents(db, { actorType: "user" });
+    const mine = log.items.filter((e) => e.actorId === operator.userId);
+    expect(mine.map((e) => [e.action, e.subjectId, e.reason])).toEqual([
+      ["snapshot.retire", h.a[0], "leaked a token"],
+      ["lineage.retire", h.lineageB, "operator"],
+    ]);
+    expect(mine[1]!.details).toMatchObject({ note: "task abandoned", retiredSnapshotIds: [h.bFirst] });
+    expect(mine[0]!.actor).toBe(`${operator.email} (operator)`);
+    expect(log.actions).toEqual(expect.arrayContaining(["lineage.retire", "snapshot.retire"]));
+
+    const page1 = await listAuditEvents(db, { limit: 1 });
+    expect(page1.items).toHaveLength(1);
+    const page2 = await listAuditEvents(db, { limit: 1, cursor: page1.nextCursor! });
+    expect(page2.items[0]!.id).not.toBe(page1.items[0]!.id);
+  });
+
+  it("collection page: retired space held by pins or released next run, pending layers, runs; run now is audited", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const operator = await makeUser(db, "operator");
+    const admin = await makeUser(db, "admin");
+    await retireSnapshotByUser(db, { snapshotId: h.a[1]!, reason: "superseded work", user: operator });
+    await retireLineageByUser(db, { lineageId: h.lineageA, reason: "done", user: operator });
+
+    const before = await collectionOverview(db);
+    // a3 is kept by the degraded restore's pin; a2 goes at the next run.
+    expect(before.retiredHeld.keptByPins.snapshots).toBeGreaterThanOrEqual(1);
+    expect(before.retiredHeld.releasedNextRun.snapshots).toBeGreaterThanOrEqual(1);
+
+    const result = await runCollectionNow(db, { user: admin });
+    expect(result.status).toBe("finished");
+    const after = await collectionOverview(db);
+    expect(after.runs[0]).toMatchObject({
+      status: "finished",
+      host: `dashboard:${admin.userId}`,
+      startedBy: `${admin.email} (dashboard)`,
+    });
+    expect(after.retiredHeld.releasedNextRun.snapshots).toBe(0);
+    expect(after.retiredHeld.alreadyReleased.snapshots).toBeGreaterThanOrEqual(1);
+    // a2's own manifest layer is no longer reachable from any head: deleted by the run.
+    const layer = await db.layer.findFirstOrThrow({ where: { agentUuid: h.manifestLayers[1]!.uuid } });
+    expect(layer.state).toBe("deleted");
+    expect(after.pendingDeletion.unreachable).toBe(0);
+    const audit = await listAuditEvents(db, { action: "gc.collect" });
+    expect(audit.items[0]).toMatchObject({ actorId: admin.userId, subjectId: (result as { runId: string }).runId });
+  });
+
+  it("lists layers no head reaches as pending deletion before a run takes them", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    await db.snapshotHead.deleteMany({ where: { snapshotId: h.a[0]! } });
+    const overview = await collectionOverview(db);
+    const pending = overview.pendingDeletion.layers.map((l) => l.uuid);
+    // a1's manifest layer has no head now; its patch is still beneath a2's and a3's.
+    expect(pending).toContain(h.manifestLayers[0]!.uuid);
+    expect(pending).not.toContain(h.patches[0]!.uuid);
+    expect(overview.pendingDeletion.unreachable).toBe(pending.length);
+    expect(overview.pendingDeletion.layers[0]!.createdAt).toBeInstanceOf(Date);
+  });
+});

@@ -1,0 +1,126 @@
+// Jobs as agents see them: enqueue a capture or a restore for a worker host, follow its state
+// and progress, cancel it. Each agent sees only its own jobs.
+import { z } from "zod";
+import { loadConfig } from "../config/config.ts";
+import { inTransaction, type DatabaseKind, type Db } from "../db/client.ts";
+import { StrataError } from "../domain/errors.ts";
+import {
+  captureJobDataSchema,
+  hostNameSchema,
+  hostPathSchema,
+  JOB_KINDS,
+  JOB_STATES,
+  type JobView,
+} from "../domain/jobs.ts";
+import type { AgentScope } from "../domain/scope.ts";
+import type { RestorePlan } from "../domain/views.ts";
+import { jobQueueFor } from "./job-queues.ts";
+import type { JobQueue } from "./queue.ts";
+import { acquireWorkspace, acquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
+import { clientFields } from "../domain/client-fields.ts";
+
+const queues = new WeakMap<object, JobQueue>();
+
+/**
+ * The queue over a catalog client (cached; it opens no connection of its own). Jobs get the
+ * claim lease of the enqueuing process's configuration (STRATA_JOB_LEASE_SECONDS).
+ */
+function queueOf(db: Db, kind: DatabaseKind): JobQueue {
+  let queue = queues.get(db);
+  if (!queue) {
+    queue = jobQueueFor(db, kind, { leaseSeconds: loadConfig().jobLeaseSeconds });
+    queues.set(db, queue);
+  }
+  return queue;
+}
+
+export const enqueueCaptureInput = captureJobDataSchema.extend({ host: hostNameSchema });
+export type EnqueueCaptureInput = z.input<typeof enqueueCaptureInput>;
+
+/** Asks the worker on `host` to capture the checkout at `dir` into the lineage of `key`. */
+export async function enqueueCapture(
+  db: Db,
+  kind: DatabaseKind,
+  opts: EnqueueCaptureInput & { agent: AgentScope },
+): Promise<JobView> {
+  const input = enqueueCaptureInput.parse(clientFields(opts, "agent"));
+  const job = await queueOf(db, kind).enqueue(db, {
+    kind: "capture",
+    host: input.host,
+    agentId: opts.agent.agentId,
+    data: { dir: input.dir, key: input.key },
+  });
+  if (!job) throw new StrataError("INTERNAL", "The capture job was not recorded.");
+  return job;
+}
+
+export const enqueueRestoreInput = acquireWorkspaceInput.extend({
+  /** The directory on the worker host to restore into (new or empty). */
+  workspace: hostPathSchema,
+  host: hostNameSchema,
+});
+export type EnqueueRestoreInput = z.input<typeof enqueueRestoreInput>;
+
+/**
+ * workspace.acquire and a restore job for the worker on `host`, in one transaction: the decision
+ * is recorded exactly when its job is. The cold rung has nothing to restore, so no job (null);
+ * the worker would only report it restored, which the caller does instead.
+ */
+export async function enqueueRestore(
+  db: Db,
+  kind: DatabaseKind,
+  opts: EnqueueRestoreInput & { agent: AgentScope },
+): Promise<{ plan: RestorePlan; job: JobView | null }> {
+  const input = enqueueRestoreInput.parse(clientFields(opts, "agent"));
+  return inTransaction(db, async (tx) => {
+    const plan = await acquireWorkspace(tx, { ...input, agent: opts.agent });
+    if (!plan.snapshot) return { plan, job: null };
+    const job = await queueOf(db, kind).enqueue(tx, {
+      kind: "restore",
+      host: input.host,
+      agentId: opts.agent.agentId,
+      data: { restoreId: plan.restoreId, into: input.workspace },
+    });
+    return { plan, job };
+  });
+}
+
+export const listJobsInput = z.strictObject({
+  kind: z.enum(JOB_KINDS).optional(),
+  host: hostNameSchema.optional(),
+  states: z.array(z.enum(JOB_STATES)).min(1).max(JOB_STATES.length).optional(),
+  limit: z.number().int().min(1).max(500).default(50),
+  /** A job id from the previous page: lists older ones. */
+  before: z.string().min(1).max(100).optional(),
+});
+export type ListJobsInput = z.input<typeof listJobsInput>;
+
+export async function listJobs(
+  db: Db,
+  kind: DatabaseKind,
+  opts: ListJobsInput & { agent: AgentScope },
+): Promise<JobView[]> {
+  const input = listJobsInput.parse(clientFields(opts, "agent"));
+  return queueOf(db, kind).list(db, { ...input, agentId: opts.agent.agentId });
+}
+
+function notFound(jobId: string): StrataError {
+  return new StrataError("NOT_FOUND", `Job ${jobId} was not found.`, { hint: "An agent sees only its own jobs." });
+}
+
+export async function getJob(db: Db, kind: DatabaseKind, opts: { jobId: string; agent: AgentScope }): Promise<JobView> {
+  const job = await queueOf(db, kind).get(db, opts.jobId, { agentId: opts.agent.agentId });
+  if (!job) throw notFound(opts.jobId);
+  return job;
+}
+
+/** Cancels one of the agent's jobs; a running one is aborted at its worker's next heartbeat. */
+export async function cancelJob(
+  db: Db,
+  kind: DatabaseKind,
+  opts: { jobId: string; agent: AgentScope },
+): Promise<JobView> {
+  const job = await queueOf(db, kind).cancel(db, opts.jobId, { agentId: opts.agent.agentId });
+  if (!job) throw notFound(opts.jobId);
+  return job;
+}

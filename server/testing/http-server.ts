@@ -1,0 +1,114 @@
+// Test support: the app's HTTP routes (tRPC and the blob routes) behind a real node:http
+// server on a test catalog, so tests send real requests and read real answers.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+import {
+  handleBlobGet,
+  handleBlobMethodNotAllowed,
+  handleBlobPut,
+} from "../http/blob-routes.ts";
+import type { CatalogHandle, Db } from "../db/catalog.ts";
+
+type DatabaseKind = CatalogHandle["kind"];
+import type { UserScope } from "../domain/scope.ts";
+import { createContextInner } from "../trpc/init.ts";
+import { handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
+
+export function toRequest(req: IncomingMessage, base: string): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value === "string") headers.set(name, value);
+  }
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  return new Request(new URL(req.url ?? "/", base), {
+    method: req.method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+    duplex: "half",
+  } as RequestInit);
+}
+
+async function send(res: ServerResponse, response: Response): Promise<void> {
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  res.end(Buffer.from(await response.arrayBuffer()));
+}
+
+export interface TestServerOptions {
+  db: Db;
+  kind: DatabaseKind;
+  /** The signed-in dashboard user of a request (the app reads a session cookie). */
+  userFor?: (req: Request) => UserScope | null;
+}
+
+export interface TestServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** What Next answers for a path no route matches. */
+const nextNotFound = () => new Response("<!DOCTYPE html><h1>404</h1>", { status: 404, headers: { "content-type": "text/html" } });
+
+/** A path segment as Next hands it to a route: decoded, or as sent when it is not valid UTF-8. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+function route(req: Request, opts: TestServerOptions): Promise<Response> {
+  const path = new URL(req.url).pathname;
+  const blob = /^\/api\/blobs\/([^/]+)$/.exec(path);
+  if (blob) {
+    const digest = decodeSegment(blob[1] ?? "");
+    if (req.method === "PUT") return handleBlobPut(opts.db, req, digest);
+    if (req.method === "GET") return handleBlobGet(opts.db, req, digest);
+    if (req.method === "HEAD") return handleBlobGet(opts.db, req, digest, { head: true });
+    return Promise.resolve(handleBlobMethodNotAllowed(req));
+  }
+  // app/api/trpc/[[...trpc]]/route.ts: /api/trpc and every path beneath it.
+  if (path === TRPC_ENDPOINT || path.startsWith(`${TRPC_ENDPOINT}/`)) {
+    return handleTrpcRequest(req, (request) =>
+      createContextInner({
+        db: opts.db,
+        databaseKind: opts.kind,
+        authorization: request.headers.get("authorization"),
+        user: opts.userFor?.(request) ?? null,
+      }),
+    );
+  }
+  return Promise.resolve(nextNotFound());
+}
+
+/** Serves the app's API routes on 127.0.0.1 at a free port. */
+export function serveApp(opts: TestServerOptions): Promise<TestServer> {
+  // Room for the long query strings tests send (Node's default header limit is 16 KiB).
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
+    let request: Request;
+    try {
+      request = toRequest(req, `http://${req.headers.host ?? "localhost"}`);
+    } catch {
+      res.writeHead(400);
+      res.end();
+      return;
+    }
+    route(request, opts).then(
+      (response) => send(res, response),
+      () => {
+        res.writeHead(500);
+        res.end();
+      },
+    );
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        close: () => new Promise<void>((done) => server.close(() => done())),
+      });
+    });
+  });
+}
