@@ -6,6 +6,8 @@ import "./globals.css";
 export const metadata: Metadata = {
   title: "Strata",
   description: "Snapshot lineage for coding-agent workspaces",
+  icons: { icon: "/icon.svg" },
+  manifest: "/manifest.webmanifest",
 };
 
 export default function RootLayout({ children }: { children: ReactNode }) {

@@ -52,3 +52,18 @@ test("the health query answers over HTTP with the database kind and migration", 
   expect(body.result.data.json.database).toBe("sqlite");
   expect(body.result.data.json.migration).toMatch(/^\d{14}_/);
 });
+
+test("the app's manifest and icon are served to anyone, and every page links them", async ({ page, request }) => {
+  const manifest = await request.get("/manifest.webmanifest");
+  expect(manifest.ok()).toBe(true);
+  const body = (await manifest.json()) as { name: string; icons: { src: string }[] };
+  expect(body.name).toBe("Strata");
+  for (const icon of body.icons) {
+    const served = await request.get(icon.src);
+    expect(served.ok(), icon.src).toBe(true);
+    expect(served.headers()["content-type"]).toContain("image/svg+xml");
+  }
+  await page.goto("/signin");
+  await expect(page.locator('link[rel="manifest"]')).toHaveAttribute("href", "/manifest.webmanifest");
+  await expect(page.locator('link[rel="icon"]').first()).toHaveAttribute("href", /\/icon\.svg/);
+});
