@@ -7,7 +7,8 @@ import { useState, type ReactNode } from "react";
 import superjson from "superjson";
 import type { AppRouter } from "../server/trpc/root.ts";
 
-export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
+const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
+export { useTRPC };
 
 export function Providers({ children }: { children: ReactNode }) {
   const [queryClient] = useState(

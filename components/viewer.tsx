@@ -3,7 +3,7 @@
 // every mutation checks the role again on the server.
 import { createContext, useContext, type ReactNode } from "react";
 
-export type ViewerRole = "operator" | "support" | "admin";
+type ViewerRole = "operator" | "support" | "admin";
 export interface Viewer {
   email: string;
   role: ViewerRole;
@@ -15,7 +15,7 @@ export function ViewerProvider({ viewer, children }: { viewer: Viewer; children:
   return <ViewerContext.Provider value={viewer}>{children}</ViewerContext.Provider>;
 }
 
-export function useViewer(): Viewer | null {
+function useViewer(): Viewer | null {
   return useContext(ViewerContext);
 }
 

@@ -6,15 +6,15 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-export const API_DOC_PATH = fileURLToPath(new URL("./api.md", import.meta.url));
+const API_DOC_PATH = fileURLToPath(new URL("./api.md", import.meta.url));
 
-export interface DocumentedCode {
+interface DocumentedCode {
   trpcCode: string;
   httpStatus: number;
   retryable: boolean;
 }
 
-export interface ProcedureRow {
+interface ProcedureRow {
   caller: string;
   codes: string[];
 }
@@ -75,7 +75,7 @@ function unquote(cell: string): string {
   return m[1]!;
 }
 
-export function parseDocumentedErrors(markdown: string): DocumentedErrors {
+function parseDocumentedErrors(markdown: string): DocumentedErrors {
   const errors = section(markdown, "## Errors");
   const [codeTable] = errors.split("### ");
   const codes = new Map<string, DocumentedCode>();

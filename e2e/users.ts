@@ -4,7 +4,7 @@ import { expect, type Page } from "@playwright/test";
 
 export type Role = "operator" | "support" | "admin";
 
-export const E2E_DATA_DIR = ".strata-e2e";
+const E2E_DATA_DIR = ".strata-e2e";
 
 export function credentials(role: Role): { email: string; password: string } {
   const users = JSON.parse(readFileSync(path.join(E2E_DATA_DIR, "e2e-users.json"), "utf8")) as Record<

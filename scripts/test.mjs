@@ -1,10 +1,10 @@
 // `npm test`: every check, in order, stopping at the first failure.
-// typecheck -> lint -> vitest (SQLite and PostgreSQL) -> next build -> Playwright (Chromium).
+// typecheck -> lint (ESLint, knip) -> vitest (SQLite and PostgreSQL) -> next build -> Playwright (Chromium).
 import { spawnSync } from "node:child_process";
 
 const steps = [
   ["typecheck", "npx", ["tsc", "--noEmit"]],
-  ["lint", "npx", ["eslint", "--max-warnings", "0", "."]],
+  ["lint (ESLint, knip)", "npm", ["run", "--silent", "lint"]],
   ["unit and database tests (SQLite + PostgreSQL)", "npx", ["vitest", "run"]],
   ["build", "npx", ["next", "build"]],
   ["browser tests (Chromium)", "npx", ["playwright", "test"]],

@@ -41,7 +41,7 @@ export interface AcquireRequest {
   pinExpiresAt: Date;
 }
 
-export interface PgLineageFacts {
+interface PgLineageFacts {
   id: string;
   state: string;
   workContextId: string;
@@ -50,14 +50,14 @@ export interface PgLineageFacts {
 }
 
 /** What the ladder needs to know of a candidate snapshot (the full row is read only for the chosen one). */
-export interface PgCandidate {
+interface PgCandidate {
   id: string;
   class: string;
   state: string;
   workContextId: string | null;
 }
 
-export interface PgAcquireFacts {
+interface PgAcquireFacts {
   repositoryId: string;
   lineage: PgLineageFacts | null;
   head: PgCandidate | null;

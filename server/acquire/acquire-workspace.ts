@@ -45,7 +45,7 @@ import { snapshotRefSelect, toSnapshotRef, type SnapshotRefRow } from "../lineag
 import { clientFields } from "../domain/client-fields.ts";
 
 /** A partly restored worktree keeps its pin at most this long (support may discard it sooner). */
-export const RESTORE_PIN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+const RESTORE_PIN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 export const acquireWorkspaceInput = z.strictObject({
   repository: repositoryRefSchema,

@@ -8,7 +8,7 @@ import { trustAgent, type AgentScope } from "../domain/scope.ts";
 
 const TOKEN_PREFIX = "strata_";
 
-export const agentNameSchema = z
+const agentNameSchema = z
   .string()
   .trim()
   .min(1)

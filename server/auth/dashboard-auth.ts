@@ -19,7 +19,7 @@ import { hashSessionTokens } from "./session-token-hashing.ts";
 const SESSION_DAYS = 7;
 
 /** The secret that signs session cookies: the configured one, else one kept in the data dir. */
-export function authSecret(config: Config): string {
+function authSecret(config: Config): string {
   if (config.authSecret) return config.authSecret;
   const file = path.join(config.dataDir, "auth-secret");
   if (existsSync(file)) return readFileSync(file, "utf8").trim();

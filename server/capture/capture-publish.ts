@@ -38,7 +38,7 @@ import { publishSnapshot } from "../content/layers.ts";
 
 // --- the catalog, local or remote ------------------------------------------------------------------
 
-export interface PublishedSnapshot {
+interface PublishedSnapshot {
   outcome: "appended" | "published" | "unchanged";
   snapshotId: string;
 }
@@ -115,7 +115,7 @@ export function localCatalog(db: Db, agent: AgentScope): CatalogPort {
 
 // --- what a capture becomes in the catalog -----------------------------------------------------------
 
-export const LAYER_KINDS = { patch: "patch", bundle: "bundle", manifest: "manifest" } as const;
+const LAYER_KINDS = { patch: "patch", bundle: "bundle", manifest: "manifest" } as const;
 
 /** A layer uuid that only these bytes can have: retrying a publish names the same layer. */
 function uuidForDigest(digest: string): string {
@@ -135,7 +135,7 @@ export function manifestBlob(manifest: CaptureManifest): ManifestBlob {
 }
 
 /** The catalog's short form: the tree, the head, and every blob the snapshot needs. */
-export function catalogManifest(manifest: CaptureManifest, blob: ManifestBlob): Manifest {
+function catalogManifest(manifest: CaptureManifest, blob: ManifestBlob): Manifest {
   if (!manifest.head) {
     throw new StrataError("INVALID_INPUT", "The checkout has no commit yet; there is nothing to publish.", {
       hint: "Make a first commit, then capture again.",
@@ -156,7 +156,7 @@ export function catalogManifest(manifest: CaptureManifest, blob: ManifestBlob): 
  * (manifest.ts), so a snapshot's `manifestDigest` names a stored blob like any other content.
  * Null if that digest is ever computed differently: then the snapshot simply has no such blob.
  */
-export function catalogManifestBlob(short: Manifest): ManifestBlob | null {
+function catalogManifestBlob(short: Manifest): ManifestBlob | null {
   const canonical = [short.treeId, short.head, short.branch, normalizeBlobDigests(short.blobDigests), short.sizeBytes];
   const bytes = Buffer.from(JSON.stringify(canonical), "utf8");
   const digest = createHash("sha256").update(bytes).digest("hex");
@@ -197,7 +197,7 @@ export function captureLayers(
 
 // --- what this checkout published last ------------------------------------------------------------------
 
-export interface PublishedRecord {
+interface PublishedRecord {
   snapshotId: string;
   manifest: CaptureManifest;
 }

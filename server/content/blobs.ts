@@ -25,7 +25,7 @@ import { StrataError } from "../domain/errors.ts";
 import { dbNow, dialect, slices, toNumber } from "../db/sql.ts";
 
 /** Bytes as they arrive: a web stream (a Request body) or any async iterable (a Node stream). */
-export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 
 export interface PutBlobOptions {
   /** The SHA-256 the caller claims for the bytes; the upload is refused unless they match. */

@@ -117,7 +117,7 @@ async function lockLayers(tx: Db, uuids: readonly string[]): Promise<Map<string,
  * this transaction. A digest stored but not granted is left out, exactly like one not stored:
  * an agent publishes only bytes it uploaded (or the server stored for it).
  */
-export async function lockStoredBlobs(
+async function lockStoredBlobs(
   tx: Db,
   agentId: string,
   digests: readonly string[],
@@ -506,4 +506,3 @@ export async function listHeads(db: Db, snapshotId: string): Promise<string[]> {
   return rows.map((r) => r.layer.agentUuid).sort();
 }
 
-export type { LayerDescriptor };

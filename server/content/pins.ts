@@ -24,7 +24,7 @@ import type { Pin } from "../db/generated/postgres/client.ts";
 import { dbNow, dialect } from "../db/sql.ts";
 
 /** Snapshot states a new pin may be taken on. */
-export const PINNABLE_STATES = ["ready", "superseded"] as const;
+const PINNABLE_STATES = ["ready", "superseded"] as const;
 export type PinnableState = (typeof PINNABLE_STATES)[number];
 
 export const pinIdSchema = identifierText({ max: 200 });

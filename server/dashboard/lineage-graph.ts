@@ -9,7 +9,7 @@ import type { GraphEdge, GraphNode, RepositoryGraph } from "../domain/lineage-gr
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
 
 /** More snapshots than this in one repository and the graph shows the newest ones. */
-export const GRAPH_NODE_LIMIT = 20_000;
+const GRAPH_NODE_LIMIT = 20_000;
 
 export const repositoryGraphInput = z.strictObject({
   repositoryId: entityIdSchema,

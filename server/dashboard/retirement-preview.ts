@@ -21,7 +21,7 @@ export const retirementSubjectInput = z.discriminatedUnion("kind", [
 export type RetirementSubjectInput = z.input<typeof retirementSubjectInput>;
 
 /** Why a person retires something; it goes to the audit log. */
-export const retirementReasonSchema = z.string().trim().min(3, "say why in a few words").max(500);
+const retirementReasonSchema = z.string().trim().min(3, "say why in a few words").max(500);
 
 const LAYER_WALK_LIMIT = 5_000;
 const RETIRED = new Set<string>(HEAD_RELEASE_STATES);
@@ -223,8 +223,6 @@ export async function previewRetirement(db: Db, input: RetirementSubjectInput) {
     notes,
   };
 }
-
-export type RetirementPreview = Awaited<ReturnType<typeof previewRetirement>>;
 
 export const retireSnapshotByUserInput = z.strictObject({ snapshotId: entityIdSchema, reason: retirementReasonSchema });
 export type RetireSnapshotByUserInput = z.input<typeof retireSnapshotByUserInput>;

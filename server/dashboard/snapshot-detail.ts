@@ -294,5 +294,3 @@ export async function snapshotDetail(db: Db, input: SnapshotDetailInput) {
     audit,
   };
 }
-
-export type SnapshotDetailView = Awaited<ReturnType<typeof snapshotDetail>>;

@@ -59,7 +59,7 @@ function relabelTextTypes<T>(result: T): T {
   return result;
 }
 
-export function createPgPool(url: string, max = 10): pg.Pool {
+function createPgPool(url: string, max = 10): pg.Pool {
   // Discrete fields, not connectionString: see STACK.md (the shadow-database defect).
   const config = parseIntoClientConfig(url);
   return new pg.Pool({

@@ -24,7 +24,7 @@ export interface MigrateResult {
 
 const PRISMA_DIR = fileURLToPath(new URL("../../prisma/", import.meta.url));
 
-export function migrationsDir(kind: DatabaseKind): string {
+function migrationsDir(kind: DatabaseKind): string {
   return path.join(PRISMA_DIR, kind === "postgres" ? "postgres" : "sqlite", "migrations");
 }
 
@@ -40,7 +40,7 @@ export function readMigrations(kind: DatabaseKind): Migration[] {
     });
 }
 
-export class MigrationError extends Error {
+class MigrationError extends Error {
   readonly code = "MIGRATION_FAILED";
 }
 

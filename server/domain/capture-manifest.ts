@@ -6,7 +6,7 @@ import { z } from "zod";
 import { blobDigestSchema } from "./manifest.ts";
 import { objectIdSchema } from "./snapshot-keys.ts";
 
-export const OMISSION_REASONS = [
+const OMISSION_REASONS = [
   /** Untracked and matched by .gitignore, info/exclude or the global excludes file. */
   "ignored",
   /** Matched by .strata/snapshot-ignore. */
@@ -37,7 +37,7 @@ export type OmissionReason = (typeof OMISSION_REASONS)[number];
 /** Reasons about the bundle of commits rather than about files of the tree. */
 export const BUNDLE_OMISSIONS: ReadonlySet<OmissionReason> = new Set(["unpushed-denied", "bundle-too-large"]);
 
-export const omittedEntrySchema = z.object({
+const omittedEntrySchema = z.object({
   /** Repository-relative; a directory ends with "/". */
   path: z.string().min(1).max(4096),
   reason: z.enum(OMISSION_REASONS),
@@ -47,7 +47,7 @@ export const omittedEntrySchema = z.object({
 });
 export type OmittedEntry = z.infer<typeof omittedEntrySchema>;
 
-export const patchLinkSchema = z.object({
+const patchLinkSchema = z.object({
   uuid: z.uuid(),
   /** The previous patch of the chain; null for a full patch. */
   parent: z.uuid().nullable(),
@@ -62,7 +62,7 @@ export const patchLinkSchema = z.object({
 });
 export type PatchLink = z.infer<typeof patchLinkSchema>;
 
-export const bundleRecordSchema = z.object({
+const bundleRecordSchema = z.object({
   /** The bundle's layer; a bundle reused by a later capture keeps its uuid. */
   uuid: z.uuid(),
   digest: blobDigestSchema,

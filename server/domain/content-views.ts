@@ -14,7 +14,6 @@ export const pinViewSchema = z.object({
   releasedAt: z.date().nullable(),
   expiresAt: z.date().nullable(),
 });
-export type PinViewOutput = z.infer<typeof pinViewSchema>;
 
 export const publishSnapshotResultSchema = z.object({
   snapshotId: z.string(),
@@ -42,7 +41,7 @@ export const headReleaseTallySchema = z.object({
   snapshotsDeleted: z.number().int(),
 });
 
-export const collectionTallySchema = z.object({
+const collectionTallySchema = z.object({
   pinsExpired: z.number().int(),
   snapshotsReleased: z.number().int(),
   headsReleased: z.number().int(),

@@ -36,7 +36,7 @@ export const layerUuidSchema = z
   .refine((v) => v !== NIL_UUID, "the nil UUID names no layer");
 
 /** What a layer is: a patch of a chain, a bundle of commits, a manifest, or a later kind. */
-export const layerKindSchema = z
+const layerKindSchema = z
   .string()
   .trim()
   .regex(/^[a-z][a-z0-9-]{0,31}$/, "lower-case letters, digits and '-', starting with a letter");

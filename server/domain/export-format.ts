@@ -17,7 +17,7 @@ export const MAX_HEADER_BYTES = 64 * 1024 * 1024;
 /** The largest blob a file may carry: the blob store's own limit (DEFAULT_MAX_BLOB_BYTES). */
 export const MAX_EXPORT_BLOB_BYTES = 4 * 1024 ** 3;
 /** The catalog's 64-bit size columns. */
-export const MAX_SIZE_BYTES = 2n ** 63n - 1n;
+const MAX_SIZE_BYTES = 2n ** 63n - 1n;
 /** The catalog's 32-bit integer columns (a checkpoint's sequence). */
 const MAX_INT32 = 2 ** 31 - 1;
 /** The `end <sha256>` line that closes a file. */
@@ -31,7 +31,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Whether a string can be stored as text on both databases (no NUL, no lone surrogate). */
-export function isStorableText(value: string): boolean {
+function isStorableText(value: string): boolean {
   return !value.includes("\u0000") && !LONE_SURROGATE.test(value);
 }
 
@@ -49,7 +49,7 @@ const nullableText = text(1, 4096).nullable();
 /** A JSON value as a snapshot's validation evidence holds it: bounded, and storable as JSON. */
 const MAX_JSON_DEPTH = 32;
 const MAX_JSON_NODES = 10_000;
-export function jsonProblem(value: unknown): string | null {
+function jsonProblem(value: unknown): string | null {
   let nodes = 0;
   const walk = (v: unknown, depth: number): string | null => {
     nodes += 1;
@@ -93,7 +93,7 @@ const sizeBytesText = z
 const blobSize = z.number().int().nonnegative().max(MAX_EXPORT_BLOB_BYTES);
 
 /** The catalog record of the snapshot, as exported (enough to re-create it elsewhere). */
-export const exportedSnapshotSchema = z.strictObject({
+const exportedSnapshotSchema = z.strictObject({
   id: text(1, 200),
   class: z.enum(["baseline", "checkpoint"]),
   state: z.enum(["capturing", "ready", "superseded", "retired", "failed", "deleting", "deleted"]),
@@ -116,7 +116,6 @@ export const exportedSnapshotSchema = z.strictObject({
   blobDigests: z.array(blobDigestSchema).max(100_000),
   createdAt: z.iso.datetime(),
 });
-export type ExportedSnapshot = z.infer<typeof exportedSnapshotSchema>;
 
 export const exportHeaderSchema = z.strictObject({
   format: z.literal(EXPORT_FORMAT_VERSION),

@@ -8,8 +8,6 @@ import { lineageKeySchema } from "./snapshot-keys.ts";
 
 export const JOB_KINDS = ["capture", "restore", "sweep", "gc"] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
-export const HOST_JOB_KINDS = ["capture", "restore"] as const satisfies readonly JobKind[];
-export const MAINTENANCE_JOB_KINDS = ["sweep", "gc"] as const satisfies readonly JobKind[];
 
 export const JOB_STATES = ["created", "retry", "active", "completed", "cancelled", "failed"] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -19,10 +17,6 @@ export const CLAIMABLE_STATES = ["created", "retry"] as const satisfies readonly
 export const FINAL_STATES = ["completed", "cancelled", "failed"] as const satisfies readonly JobState[];
 /** States a cancel applies to. */
 export const CANCELLABLE_STATES = ["created", "retry", "active"] as const satisfies readonly JobState[];
-
-export function isFinalState(state: string): boolean {
-  return (FINAL_STATES as readonly string[]).includes(state);
-}
 
 /** A worker host name: it names a queue and appears in logs, so it is kept plain. */
 export const hostNameSchema = z
@@ -47,25 +41,6 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   backoffMaxMs: 5 * 60_000,
   leaseSeconds: 60,
 };
-
-export const retryPolicySchema = z.object({
-  maxAttempts: z.number().int().min(1).max(100),
-  backoffMs: z
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 60 * 60_000),
-  backoffMaxMs: z
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 60 * 60_000),
-  leaseSeconds: z
-    .number()
-    .int()
-    .min(1)
-    .max(24 * 60 * 60),
-});
 
 /**
  * The wait before the next attempt after `attempt` failed: exponential, capped, and jittered
@@ -144,11 +119,9 @@ export const captureJobDataSchema = z.strictObject({
   dir: hostPathSchema,
   key: lineageKeySchema,
 });
-export type CaptureJobData = z.infer<typeof captureJobDataSchema>;
 
 /** A restore job: restore what acquire decided (restore `restoreId`, then the ladder) into `into`. */
 export const restoreJobDataSchema = z.strictObject({
   restoreId: z.string().min(1),
   into: hostPathSchema,
 });
-export type RestoreJobData = z.infer<typeof restoreJobDataSchema>;

@@ -3,7 +3,7 @@
 // expandable node, so a graph of thousands of snapshots lays out and draws quickly). No I/O:
 // the service builds the graph, the browser filters and collapses it.
 
-export type GraphEdgeKind = "supersedes" | "chain" | "seeded" | "degraded-from";
+type GraphEdgeKind = "supersedes" | "chain" | "seeded" | "degraded-from";
 
 /** One snapshot of the repository, with what the graph needs to draw and filter it. */
 export interface GraphNode {
@@ -118,10 +118,10 @@ export interface CollapsedGroup {
   agentName: string;
 }
 
-export type ViewNode =
+type ViewNode =
   { kind: "snapshot"; id: string; node: GraphNode } | { kind: "group"; id: string; group: CollapsedGroup };
 
-export interface ViewEdge {
+interface ViewEdge {
   id: string;
   source: string;
   target: string;

@@ -6,7 +6,6 @@
 // latest capture, before any baseline: it holds the task's later work, a baseline none of it.
 
 export type Rung = "checkpoint" | "baseline" | "cold";
-export const RUNGS: readonly Rung[] = ["checkpoint", "baseline", "cold"];
 
 /** What the decision needs to know about a candidate snapshot. */
 export interface CandidateFacts {

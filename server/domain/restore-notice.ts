@@ -3,7 +3,7 @@
 // `result` JSON, which workers write; older rows carry only a list of missing entries, newer
 // ones the full ladder result, so every field is read tolerantly and nothing is assumed.
 
-export interface RestoreHolds {
+interface RestoreHolds {
   /** The ladder stage the worktree reached (e.g. exact, changes, closest-commit, nothing). */
   stage: string | null;
   head: string | null;
@@ -12,7 +12,7 @@ export interface RestoreHolds {
   basis: string | null;
 }
 
-export interface RestoreMissing {
+interface RestoreMissing {
   commits: string[];
   /** Change sets (patches of the chain, layers) that were not applied. */
   changeSets: string[];

@@ -24,7 +24,7 @@ export const EMPTY_TREE = {
   sha256: "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
 } as const;
 
-export function isSnapshotId(value: unknown): value is string {
+function isSnapshotId(value: unknown): value is string {
   return typeof value === "string" && SNAPSHOT_ID.test(value);
 }
 

@@ -6,7 +6,7 @@ import { blobDigestSchema } from "./manifest.ts";
 import { objectIdSchema } from "./snapshot-keys.ts";
 
 /** The failures the degraded ladder answers; anything else is not about the snapshot's content. */
-export const DEGRADABLE_CAUSES = [
+const DEGRADABLE_CAUSES = [
   "BLOB_MISSING",
   "BLOB_CORRUPT",
   "COMMITS_UNAVAILABLE",
@@ -27,15 +27,15 @@ export function isDegradableCause(code: string): code is DegradableCause {
  * - `closest-commit`: another commit, the closest one this host could get;
  * - `nothing`: nothing was written.
  */
-export const RESTORE_STAGES = ["exact", "changes", "head", "closest-commit", "nothing"] as const;
+const RESTORE_STAGES = ["exact", "changes", "head", "closest-commit", "nothing"] as const;
 export type RestoreStage = (typeof RESTORE_STAGES)[number];
 
 /** Where the commit the worktree holds came from. */
-export const RESTORE_BASES = ["recorded-head", "pushed-base", "earlier-snapshot", "branch-tip"] as const;
+const RESTORE_BASES = ["recorded-head", "pushed-base", "earlier-snapshot", "branch-tip"] as const;
 export type RestoreBasis = (typeof RESTORE_BASES)[number];
 
 /** Why a change set is not in the worktree. */
-export const CHANGE_SET_FAILURES = [
+const CHANGE_SET_FAILURES = [
   "blob-missing",
   "blob-corrupt",
   "does-not-apply",
@@ -46,7 +46,7 @@ export const CHANGE_SET_FAILURES = [
   "no-base",
 ] as const;
 
-export const missingChangeSetSchema = z.strictObject({
+const missingChangeSetSchema = z.strictObject({
   uuid: z.uuid(),
   kind: z.enum(["full", "incremental"]),
   digest: blobDigestSchema,
@@ -55,7 +55,7 @@ export const missingChangeSetSchema = z.strictObject({
 });
 export type MissingChangeSet = z.infer<typeof missingChangeSetSchema>;
 
-export const RESTORE_WARNINGS = [
+const RESTORE_WARNINGS = [
   /** The capture left files out (secrets, ignored, too large…); they are not in the worktree. */
   "omitted-content",
   /** The capturing machine converted line endings or ran filter drivers. */
@@ -68,7 +68,7 @@ export const RESTORE_WARNINGS = [
   "stale-restore-retained",
 ] as const;
 
-export const restoreWarningSchema = z.strictObject({
+const restoreWarningSchema = z.strictObject({
   kind: z.enum(RESTORE_WARNINGS),
   message: z.string().max(2000),
   paths: z.array(z.string().max(4096)).max(1000).optional(),
@@ -78,7 +78,7 @@ export type RestoreWarning = z.infer<typeof restoreWarningSchema>;
 export const RESTORE_PHASES = ["fetch", "reconstruct", "materialize", "verify", "publish"] as const;
 export type RestorePhase = (typeof RESTORE_PHASES)[number];
 
-export const restoreTimingsSchema = z.strictObject({
+const restoreTimingsSchema = z.strictObject({
   fetch: z.number().nonnegative(),
   reconstruct: z.number().nonnegative(),
   materialize: z.number().nonnegative(),

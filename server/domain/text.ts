@@ -28,8 +28,3 @@ export function identifierText(opts: { max: number; min?: number }) {
     .max(opts.max)
     .refine((s) => !CONTROL.test(s), { message: "must not contain control characters" });
 }
-
-/** Refines any string schema to refuse control characters (for fields with their own rules). */
-export function noControlCharacters(s: string): boolean {
-  return !CONTROL.test(s);
-}

@@ -2,7 +2,7 @@
 // output against them, so a field never leaks out by accident.
 import { z } from "zod";
 
-export const SNAPSHOT_STATES = [
+const SNAPSHOT_STATES = [
   "capturing",
   "ready",
   "superseded",
@@ -14,11 +14,11 @@ export const SNAPSHOT_STATES = [
 export const snapshotStateSchema = z.enum(SNAPSHOT_STATES);
 export const snapshotClassSchema = z.enum(["baseline", "checkpoint"]);
 export const rungSchema = z.enum(["checkpoint", "baseline", "cold"]);
-export const LINEAGE_RETIRE_REASONS = ["completed", "declined", "stale", "operator"] as const;
+const LINEAGE_RETIRE_REASONS = ["completed", "declined", "stale", "operator"] as const;
 export const lineageRetireReasonSchema = z.enum(LINEAGE_RETIRE_REASONS);
 export type LineageRetireReason = z.infer<typeof lineageRetireReasonSchema>;
 
-export const manifestViewSchema = z.object({
+const manifestViewSchema = z.object({
   treeId: z.string().nullable(),
   head: z.string().nullable(),
   branch: z.string().nullable(),
@@ -64,7 +64,7 @@ export const snapshotDetailSchema = snapshotRefSchema.extend({
 export type SnapshotDetail = z.infer<typeof snapshotDetailSchema>;
 
 /** One row of snapshot.list (the shared listing's shape; class and state as stored). */
-export const snapshotSummarySchema = z.object({
+const snapshotSummarySchema = z.object({
   id: z.string(),
   alias: z.string().nullable(),
   class: z.string(),
@@ -118,7 +118,7 @@ export const lineagePageSchema = z.object({
 
 export const restoreOutcomeSchema = z.enum(["pending", "restored", "degraded", "unrestored", "failed"]);
 
-export const restoreViewSchema = z.object({
+const restoreViewSchema = z.object({
   id: z.string(),
   rung: rungSchema,
   outcome: restoreOutcomeSchema,

@@ -67,7 +67,7 @@ export const DEFAULT_GC_SETTINGS: GcSettings = {
 export type CollectPhase = "pins" | "heads" | "finish" | "mark" | "bytes" | "blobs" | "uploads";
 
 /** Test seams: a hook may pause a run at a precise point (e.g. to kill the process there). */
-export interface CollectHooks {
+interface CollectHooks {
   /** Inside a batch's transaction, after its work and before it commits. */
   inBatch?(phase: CollectPhase, info: { count: number }): Promise<void>;
   /** After a batch committed. */
@@ -82,7 +82,7 @@ export interface CollectOptions extends Partial<GcSettings> {
   hooks?: CollectHooks;
 }
 
-export interface CollectionTally {
+interface CollectionTally {
   pinsExpired: number;
   snapshotsReleased: number;
   headsReleased: number;
@@ -257,7 +257,7 @@ async function batch(
 }
 
 /** At most this many bytes of blobs are deleted in one transaction (besides the row count). */
-export const MAX_BATCH_BYTES = 256 * 1024 * 1024;
+const MAX_BATCH_BYTES = 256 * 1024 * 1024;
 
 // --- What still references a blob -------------------------------------------------------------
 

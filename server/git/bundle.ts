@@ -18,7 +18,7 @@ export interface BundleOutcome {
 const NONE: BundleOutcome = { bundle: null, bytes: null, omitted: [] };
 
 /** Denied paths the given commits add or change, each with the commits that touch it. */
-export function deniedInCommits(touched: ReadonlyMap<string, readonly string[]>): Map<string, string[]> {
+function deniedInCommits(touched: ReadonlyMap<string, readonly string[]>): Map<string, string[]> {
   const denied = new Map<string, string[]>();
   for (const [commit, paths] of touched) {
     for (const path of paths) {

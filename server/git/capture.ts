@@ -73,7 +73,7 @@ export interface CaptureOptions {
   now?: () => Date;
 }
 
-export const CAPTURE_DEFAULTS = {
+const CAPTURE_DEFAULTS = {
   includeUntracked: true,
   maxFileBytes: 50 * 1024 * 1024,
   maxSnapshotBytes: 256 * 1024 * 1024,

@@ -105,15 +105,6 @@ export function configMatching(pattern: string): GitCommand<Array<[string, strin
   };
 }
 
-/** One path-valued configuration key with `~` expanded, or null. */
-export function configPath(key: string): GitCommand<string | null> {
-  return {
-    args: ["config", "--path", "--get", refArg(key, "config key")],
-    okExitCodes: [0, 1],
-    parse: (out) => (out.exitCode === 0 ? decodeUtf8(out.stdout).replace(/\n$/, "") : null),
-  };
-}
-
 // --- the private index -------------------------------------------------------------------------
 
 function onIndex(indexFile: string): Record<string, string> {

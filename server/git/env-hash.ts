@@ -5,7 +5,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { unreadablePath } from "./runner.ts";
 
-export const ENVIRONMENT_FILES = [
+const ENVIRONMENT_FILES = [
   ".devcontainer/devcontainer.json",
   ".devcontainer.json",
   ".node-version",

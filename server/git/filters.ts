@@ -4,7 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 
-export interface FilterDriver {
+interface FilterDriver {
   name: string;
   /** Whether this machine configures a clean, smudge or process command for it. */
   configured: boolean;

@@ -13,7 +13,7 @@ import { configMatching, emptyTree, readTreeInto, resolveCommit, type Repository
 import { captureMemoSchema } from "./capture-memo.ts";
 import { nulInput, splitNul, type GitCommand, type GitRunner } from "./runner.ts";
 
-export interface PrivateIndexState {
+interface PrivateIndexState {
   version: 1;
   /** Digest of the stat data of everything the index's content depends on besides the files. */
   fingerprint: string;
@@ -42,7 +42,7 @@ export interface PrivateIndexState {
  * `attributeFiles`: the .gitattributes files the index holds (dropped when it is rebuilt).
  * `unpushed`: unpushed commits and their denied paths, keyed by HEAD and the remote-tracking refs.
  */
-export type CaptureMemo = z.infer<typeof captureMemoSchema>;
+type CaptureMemo = z.infer<typeof captureMemoSchema>;
 
 export interface PrivateIndex {
   readonly indexFile: string;

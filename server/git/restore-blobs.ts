@@ -4,7 +4,6 @@
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
-import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { isStrataError, StrataError } from "../domain/errors.ts";
 
@@ -23,7 +22,7 @@ export function blobMissing(digest: string): StrataError {
   });
 }
 
-export function blobCorrupt(digest: string, why: string): StrataError {
+function blobCorrupt(digest: string, why: string): StrataError {
   return new StrataError("BLOB_CORRUPT", `Blob ${digest} is damaged: ${why}.`, {
     hint: "Upload it again from a good copy, then restore again.",
     data: { digest },
@@ -73,37 +72,6 @@ export async function copyBlobToFile(
     throw blobCorrupt(digest, `it has ${size} bytes, the record says ${opts.size}`);
   }
   return size;
-}
-
-/** Reads a small blob (a manifest) whole, verified. Refuses more than `maxBytes`. */
-export async function readBlobVerified(
-  source: BlobSource,
-  digest: string,
-  opts: { maxBytes: number; signal?: AbortSignal },
-): Promise<Buffer> {
-  const hash = createHash("sha256");
-  const parts: Buffer[] = [];
-  let size = 0;
-  const stream = await source.open(digest, opts.signal);
-  await pipeline(
-    async function* () {
-      for await (const piece of stream) yield piece;
-    },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        size += chunk.byteLength;
-        if (size > opts.maxBytes) {
-          done(blobCorrupt(digest, `it is larger than ${opts.maxBytes} bytes`));
-          return;
-        }
-        hash.update(chunk);
-        parts.push(chunk);
-        done();
-      },
-    }),
-  );
-  if (hash.digest("hex") !== digest) throw blobCorrupt(digest, "its bytes have another sha256");
-  return Buffer.concat(parts, size);
 }
 
 /** A source over blobs held in memory (tests, small tools). */

@@ -3,10 +3,10 @@
 // restore has no side effect beyond the directory it builds.
 import { StrataError } from "../domain/errors.ts";
 import { oidArg, QUIET_FETCH } from "./commands.ts";
-import { decodeUtf8, pathArgs, refArg, splitLines, type GitCommand } from "./runner.ts";
+import { decodeUtf8, pathArgs, refArg, type GitCommand } from "./runner.ts";
 
 /** Settings for every call in a staging repository. */
-export const RESTORE_CONFIG = [
+const RESTORE_CONFIG = [
   "-c",
   "core.hooksPath=/dev/null",
   "-c",
@@ -18,7 +18,7 @@ export const RESTORE_CONFIG = [
 ];
 
 /** Fetches only over https, http, ssh, git and local paths; never a remote helper. */
-export const FETCH_PROTOCOLS = [
+const FETCH_PROTOCOLS = [
   "-c",
   "protocol.allow=never",
   "-c",
@@ -188,12 +188,4 @@ export function setConfig(key: string, value: string): GitCommand<void> {
   if (value.startsWith("-"))
     throw new StrataError("INVALID_INPUT", "Refusing a configuration value that starts with '-'.");
   return { args: [...RESTORE_CONFIG, "config", "--local", refArg(key, "config key"), value], parse: () => undefined };
-}
-
-/** Whether the repository is shallow. */
-export function isShallow(): GitCommand<boolean> {
-  return {
-    args: ["rev-parse", "--is-shallow-repository"],
-    parse: (out) => splitLines(out.stdout)[0] === "true",
-  };
 }

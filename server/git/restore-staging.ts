@@ -9,7 +9,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { StrataError } from "../domain/errors.ts";
 import type { RestoreWarning } from "../domain/restore-result.ts";
 
-export const STAGING_PREFIX = ".strata-staging-";
+const STAGING_PREFIX = ".strata-staging-";
 const RECORDS = "restores";
 
 function unsafe(target: string, why: string): StrataError {

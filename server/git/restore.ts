@@ -51,7 +51,6 @@ import { checkTarget, createStaging, removeStaleRestores } from "./restore-stagi
 import { createGitRunner, type GitRunner } from "./runner.ts";
 
 export type { RestoreRecord } from "../domain/restore-record.ts";
-export type { BlobSource } from "./restore-blobs.ts";
 
 export interface RestoreProgress {
   phase: RestorePhase | "ladder";
@@ -88,7 +87,7 @@ export interface RestoreReport {
 }
 
 /** Whether a failure is one the degraded ladder answers (about the snapshot's content). */
-export function isDegradableFailure(error: unknown): error is StrataError & { code: DegradableCause } {
+function isDegradableFailure(error: unknown): error is StrataError & { code: DegradableCause } {
   return isStrataError(error) && isDegradableCause(error.code);
 }
 

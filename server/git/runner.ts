@@ -55,7 +55,7 @@ const DEFAULT_MAX_OUTPUT = 512 * 1024 * 1024;
 const STDERR_KEEP = 64 * 1024;
 
 /** `data.reason` of the GIT_FAILED error raised when a command printed more than allowed. */
-export const OUTPUT_LIMIT = "output-limit";
+const OUTPUT_LIMIT = "output-limit";
 
 export function isOutputLimit(error: unknown): boolean {
   return error instanceof StrataError && error.data?.reason === OUTPUT_LIMIT;
@@ -195,7 +195,7 @@ function firstMeaningfulLine(stderr: string): string {
 }
 
 /** Recognises the failures callers tell apart; everything else is GIT_FAILED. */
-export function classifyFailure(subcommand: string, output: GitOutput): StrataError {
+function classifyFailure(subcommand: string, output: GitOutput): StrataError {
   const stderr = redactCredentials(output.stderr);
   const summary = firstMeaningfulLine(stderr).slice(0, 500);
   const data = { subcommand, exitCode: output.exitCode, stderr: stderr.slice(-4000) };

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { ignoredPaths, initScratchRepository } from "./commands.ts";
 import type { GitRunner } from "./runner.ts";
 
-export const SNAPSHOT_IGNORE_FILE = ".strata/snapshot-ignore";
+const SNAPSHOT_IGNORE_FILE = ".strata/snapshot-ignore";
 
 async function exists(path: string): Promise<boolean> {
   return stat(path).then(

@@ -9,7 +9,7 @@ import { basename, join } from "node:path";
 import { commitText, refUpdate, resolveCommit, updateRefs, writeCommitObject } from "./commands.ts";
 import type { GitRunner } from "./runner.ts";
 
-export const SNAPSHOT_REF_PREFIX = "refs/strata/snapshots/";
+const SNAPSHOT_REF_PREFIX = "refs/strata/snapshots/";
 
 /**
  * One ref component from any text: letters, digits, `_` and `-` stay, every other byte becomes

@@ -4,7 +4,7 @@
 import { StrataError } from "../domain/errors.ts";
 import { splitNul, type GitCommand } from "./runner.ts";
 
-export interface ChangedEntry {
+interface ChangedEntry {
   kind: "changed";
   /** Index against HEAD ('.' when equal). */
   x: string;
@@ -20,7 +20,7 @@ export interface ChangedEntry {
   path: string;
 }
 
-export interface UnmergedEntry {
+interface UnmergedEntry {
   kind: "unmerged";
   x: string;
   y: string;
@@ -28,13 +28,13 @@ export interface UnmergedEntry {
   path: string;
 }
 
-export interface UntrackedEntry {
+interface UntrackedEntry {
   kind: "untracked";
   /** A directory (only a nested repository, with --untracked-files=all) ends with "/". */
   path: string;
 }
 
-export interface IgnoredEntry {
+interface IgnoredEntry {
   kind: "ignored";
   path: string;
 }

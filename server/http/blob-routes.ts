@@ -12,7 +12,7 @@ import { authenticateAgent } from "../auth/agents.ts";
 import { openBlob, parseDigest, putBlob } from "../content/blobs.ts";
 import type { Db } from "../db/catalog.ts";
 
-export function errorResponse(error: StrataError, extraHeaders: Record<string, string> = {}): Response {
+function errorResponse(error: StrataError, extraHeaders: Record<string, string> = {}): Response {
   const status = getHTTPStatusCodeFromError(new TRPCError({ code: ERROR_CODES[error.code].status }));
   const headers: Record<string, string> = { "content-type": "application/json", ...extraHeaders };
   if (error.code === "UNAUTHORIZED") headers["www-authenticate"] = 'Bearer realm="strata"';

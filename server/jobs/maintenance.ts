@@ -17,13 +17,8 @@ export interface MaintenanceSchedule {
   gcIntervalSeconds: number;
 }
 
-export const DEFAULT_MAINTENANCE_SCHEDULE: MaintenanceSchedule = {
-  sweepIntervalSeconds: 60 * 60,
-  gcIntervalSeconds: 60 * 60,
-};
-
 /** The dedupe key of the interval slot `now` falls in. */
-export function slotKey(kind: "sweep" | "gc", now: Date, intervalSeconds: number): string {
+function slotKey(kind: "sweep" | "gc", now: Date, intervalSeconds: number): string {
   return `${kind}@${Math.floor(now.getTime() / (intervalSeconds * 1000))}/${intervalSeconds}`;
 }
 

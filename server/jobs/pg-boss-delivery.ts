@@ -10,10 +10,10 @@ import { inTransaction, type Db } from "../db/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import type { JobDelivery } from "./queue.ts";
 
-export const PG_BOSS_SCHEMA = "pgboss";
-export const MAINTENANCE_QUEUE = "strata-maintenance";
+const PG_BOSS_SCHEMA = "pgboss";
+const MAINTENANCE_QUEUE = "strata-maintenance";
 
-export function queueName(host: string | null): string {
+function queueName(host: string | null): string {
   return host === null ? MAINTENANCE_QUEUE : `strata-host-${host}`;
 }
 

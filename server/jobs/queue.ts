@@ -27,7 +27,7 @@ import {
   type RetryPolicy,
 } from "../domain/jobs.ts";
 
-export const jobRowSelect = {
+const jobRowSelect = {
   id: true,
   kind: true,
   host: true,
@@ -50,9 +50,9 @@ export const jobRowSelect = {
   startedAt: true,
   finishedAt: true,
 } satisfies Prisma.JobSelect;
-export type JobRow = Prisma.JobGetPayload<{ select: typeof jobRowSelect }>;
+type JobRow = Prisma.JobGetPayload<{ select: typeof jobRowSelect }>;
 
-export function toJobView(row: JobRow): JobView {
+function toJobView(row: JobRow): JobView {
   const error = row.error as { code?: unknown; message?: unknown } | null;
   return {
     id: row.id,

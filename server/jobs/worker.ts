@@ -7,7 +7,7 @@ import { isStrataError } from "../domain/errors.ts";
 import type { JobFailure } from "../domain/jobs.ts";
 import type { ClaimedJob, FailOutcome } from "./queue.ts";
 
-export interface WorkerPort {
+interface WorkerPort {
   fetch(): Promise<ClaimedJob | null>;
   heartbeat(job: ClaimedJob, progress?: Prisma.InputJsonValue): Promise<boolean>;
   remember(job: ClaimedJob, memo: Prisma.InputJsonValue): Promise<boolean>;
@@ -59,7 +59,7 @@ class ClaimLost extends Error {
 }
 
 /** What a thrown error means for the job: StrataErrors carry retryable; anything else is retried. */
-export function failureOf(error: unknown): JobFailure {
+function failureOf(error: unknown): JobFailure {
   if (isStrataError(error)) return { code: error.code, message: error.message, retryable: error.retryable };
   const e = error as Error | undefined;
   return { code: "INTERNAL", message: e?.message ?? String(error), retryable: true };

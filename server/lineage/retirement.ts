@@ -87,7 +87,7 @@ export interface HeadReleaseTally {
   snapshotsDeleted: number;
 }
 
-export function emptyHeadTally(): HeadReleaseTally {
+function emptyHeadTally(): HeadReleaseTally {
   return { snapshotsReleased: 0, headsReleased: 0, snapshotsKept: 0, snapshotsDeleted: 0 };
 }
 
@@ -166,7 +166,7 @@ export async function releaseHeadsOf(tx: Db, snapshotIds: readonly string[]): Pr
   return tally;
 }
 
-export function addHeadTally(into: HeadReleaseTally, more: HeadReleaseTally): void {
+function addHeadTally(into: HeadReleaseTally, more: HeadReleaseTally): void {
   into.snapshotsReleased += more.snapshotsReleased;
   into.headsReleased += more.headsReleased;
   into.snapshotsKept += more.snapshotsKept;

@@ -16,7 +16,7 @@ export type SnapshotListInput = z.input<typeof snapshotListInput>;
 /** States that get and list hide unless asked: a retired snapshot is gone for new work. */
 export const HIDDEN_STATES = ["retired", "deleting", "deleted"];
 
-export const snapshotSummarySelect = {
+const snapshotSummarySelect = {
   id: true,
   alias: true,
   class: true,

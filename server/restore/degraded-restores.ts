@@ -20,7 +20,7 @@ import { isPinActive, releasePin } from "../content/pins.ts";
 import { clientFields } from "../domain/client-fields.ts";
 
 /** Outcomes that put a restore in the queue. */
-export const NOTICE_OUTCOMES = ["degraded", "unrestored"] as const;
+const NOTICE_OUTCOMES = ["degraded", "unrestored"] as const;
 type NoticeOutcome = (typeof NOTICE_OUTCOMES)[number];
 
 /** Who may discard a degraded restore. */
@@ -103,8 +103,6 @@ export async function listDegradedRestores(db: Db, input: ListDegradedRestoresIn
     };
   });
 }
-
-export type DegradedRestoreItem = Awaited<ReturnType<typeof listDegradedRestores>>[number];
 
 /** The state a discard made the checkout's restore target (kept on the restore's result). */
 export interface RestoreTarget {

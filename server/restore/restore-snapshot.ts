@@ -153,7 +153,7 @@ export async function loadCaptureManifest(
 }
 
 /** Head commits of the snapshot's predecessors, nearest first (rung b of the degraded ladder). */
-export async function earlierCommits(port: RestorePort, snapshot: SnapshotRef, limit = 20): Promise<string[]> {
+async function earlierCommits(port: RestorePort, snapshot: SnapshotRef, limit = 20): Promise<string[]> {
   const commits: string[] = [];
   let next = snapshot.predecessorId;
   for (let i = 0; next && i < limit; i++) {
@@ -218,7 +218,7 @@ export interface AcquireAndRestoreOptions extends Omit<RestoreOptions, "blobs" |
   host: string;
 }
 
-export interface AcquireStep {
+interface AcquireStep {
   plan: RestorePlan;
   /** What restoring the plan's snapshot gave (null on the cold rung, or when the record was refused). */
   result: RestoreResult | null;

@@ -146,7 +146,7 @@ export async function buildHistory(db: Db) {
 }
 
 /** A complete capture record for a tree, with one patch per layer given. */
-export function captureManifest(opts: {
+function captureManifest(opts: {
   tree: string;
   head: string;
   branch: string;

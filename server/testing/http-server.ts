@@ -15,7 +15,7 @@ import type { UserScope } from "../domain/scope.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
 
-export function toRequest(req: IncomingMessage, base: string): Request {
+function toRequest(req: IncomingMessage, base: string): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (typeof value === "string") headers.set(name, value);

@@ -18,7 +18,7 @@ export function oid(label: string): string {
   return createHash("sha1").update(label).digest("hex");
 }
 
-export function blobDigest(label: string): string {
+function blobDigest(label: string): string {
   return createHash("sha256").update(label).digest("hex");
 }
 

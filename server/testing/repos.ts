@@ -50,10 +50,6 @@ export function git(cwd: string, args: string[], input?: string | Buffer): strin
   }).toString();
 }
 
-export function gitBytes(cwd: string, args: string[]): Buffer {
-  return execFileSync("git", args, { cwd, env: { ...process.env, ...IDENTITY }, maxBuffer: 64 * 1024 * 1024 });
-}
-
 export function write(root: string, path: string, content: string | Buffer, mode?: number): void {
   const full = join(root, path);
   mkdirSync(dirname(full), { recursive: true });

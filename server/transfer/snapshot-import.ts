@@ -92,7 +92,7 @@ class Cursor {
   }
 }
 
-export interface VerifiedExport {
+interface VerifiedExport {
   header: ExportHeader;
   manifest: CaptureManifest;
   /** Where each blob's bytes are in the file. */
@@ -100,7 +100,7 @@ export interface VerifiedExport {
 }
 
 /** Checks a whole export file without storing anything. */
-export async function verifyExportFile(file: string): Promise<VerifiedExport> {
+async function verifyExportFile(file: string): Promise<VerifiedExport> {
   const handle = await open(file, "r");
   try {
     const cursor = new Cursor(handle, (await handle.stat()).size);

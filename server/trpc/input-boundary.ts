@@ -6,7 +6,7 @@ import { StrataError } from "../domain/errors.ts";
 import { TEXT_PROBLEM_SENTENCES, textProblem } from "../domain/text.ts";
 import { knownKeysAt } from "./strict-schema.ts";
 
-export const INPUT_LIMITS = { depth: 32, values: 100_000, stringChars: 1_000_000 } as const;
+const INPUT_LIMITS = { depth: 32, values: 100_000, stringChars: 1_000_000 } as const;
 
 export interface InputIssue {
   path: (string | number)[];
@@ -17,7 +17,7 @@ export interface InputIssue {
   suggestion?: string | null;
 }
 
-export function pathLabel(path: readonly PropertyKey[]): string {
+function pathLabel(path: readonly PropertyKey[]): string {
   let label = "";
   for (const part of path) label += typeof part === "number" ? `[${part}]` : `${label ? "." : ""}${String(part)}`;
   return label || "input";
@@ -67,7 +67,7 @@ export function assertSafeInput(raw: unknown): void {
 }
 
 /** Case-insensitive equality or a small edit distance: the field a misspelt key most likely meant. */
-export function closestKey(key: string, known: readonly string[]): string | null {
+function closestKey(key: string, known: readonly string[]): string | null {
   const lower = key.toLowerCase();
   let best: { key: string; distance: number } | null = null;
   for (const candidate of known) {
