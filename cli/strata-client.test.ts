@@ -12,11 +12,11 @@ import { remoteCatalog } from "./strata-client.ts";
 
 afterAll(removeTemporaryDirectories);
 
-describeEachDatabase("publishing over HTTP", (catalog, kind) => {
+describeEachDatabase("publishing over HTTP", (catalog) => {
   let url = "";
   let server: TestServer | undefined;
   beforeAll(async () => {
-    server = await serveApp({ db: catalog().db, kind });
+    server = await serveApp({ db: catalog().db });
     url = server.url;
   });
   afterAll(() => server?.close());

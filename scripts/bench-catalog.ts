@@ -89,7 +89,7 @@ async function publish(
 async function sizes(catalog: TestCatalog): Promise<Record<string, { table: number; indexes: number }>> {
   const tables = ["layers", "snapshot_heads", "bench_full_mapping", "snapshots", "blobs", "blob_chunks"];
   const out: Record<string, { table: number; indexes: number }> = {};
-  if (catalog.kind === "postgres") {
+  if (catalog.dialect.kind === "postgres") {
     for (const t of tables) {
       const [row] = await catalog.db.$queryRawUnsafe<{ t: bigint; i: bigint }[]>(
         `SELECT pg_relation_size('${t}') AS t, pg_indexes_size('${t}') AS i`,

@@ -60,7 +60,7 @@ function toRequest(req: IncomingMessage, base: string): Request {
 }
 
 /** The app's tRPC and blob routes behind node:http. */
-function serve(db: Db, kind: "sqlite" | "postgres"): Promise<{ url: string; server: Server }> {
+function serve(db: Db): Promise<{ url: string; server: Server }> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const request = toRequest(req, `http://${req.headers.host ?? "localhost"}`);
     const blob = /^\/api\/blobs\/([^/]+)$/.exec(new URL(request.url).pathname);
@@ -73,7 +73,6 @@ function serve(db: Db, kind: "sqlite" | "postgres"): Promise<{ url: string; serv
           createContext: () =>
             createContextInner({
               db,
-              databaseKind: kind,
               authorization: request.headers.get("authorization"),
               user: null,
             }),
@@ -264,7 +263,7 @@ describeEachDatabase("strata restore, acquire, export and import", (catalog, kin
   });
 
   it("restores through a Strata server over HTTP with an agent token", async () => {
-    const { url, server } = await serve(catalog().db, kind);
+    const { url, server } = await serve(catalog().db);
     try {
       const m = machine();
       const run = await strata(["restore", snapshotId, "--into", m.into, "--state-dir", m.stateDir, "--json"], {

@@ -57,7 +57,7 @@ async function buildApp(): Promise<void> {
 async function startServeWorker(config: Config, enabled: boolean): Promise<WorkerProcess | null> {
   const catalog = openCatalog(config.databaseUrl, { poolSize: 4 });
   if (!enabled) {
-    if (catalog.kind === "postgres") await (await openJobQueue(catalog, { worker: true })).close();
+    await (await openJobQueue(catalog, { worker: true })).close();
     await catalog.close();
     return null;
   }

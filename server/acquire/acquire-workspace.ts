@@ -3,7 +3,8 @@
 // the worker reports how the restore went.
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { inTransaction, pgPoolOf, retryConflicts, type Db } from "../db/client.ts";
+import { inTransaction, retryConflicts, type Db } from "../db/client.ts";
+import { dialectOf } from "../db/dialect.ts";
 import { isRetryableConflict, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { isStrataError, StrataError } from "../domain/errors.ts";
@@ -261,7 +262,7 @@ export async function acquireWorkspace(
   const agentId = opts.agent.agentId;
   const workContextId = input.workContextId ?? `wc_${randomUUID()}`;
   const key = { agentId, workContextId, backendKind: input.backendKind, baseImage: input.baseImage };
-  const pool = pgPoolOf(db);
+  const pool = dialectOf(db).hotPathPool(db);
   const plan = (
     restoreId: string,
     choice: RestoreChoice,

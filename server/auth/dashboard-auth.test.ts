@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { loadConfig } from "../config/config.ts";
+import { sqliteDialect } from "../db/dialect.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { createCaller } from "../trpc/root.ts";
@@ -110,7 +111,6 @@ describeEachDatabase("dashboard sign-in", (catalog, kind) => {
       createCaller(
         createContextInner({
           db: catalog().db,
-          databaseKind: kind,
           authorization: opts.authorization ?? null,
           user: opts.user ?? null,
         }),
@@ -130,7 +130,7 @@ describeEachDatabase("dashboard sign-in", (catalog, kind) => {
 it("keeps the generated cookie secret private to its owner", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "strata-secret-"));
   try {
-    createAuth({ db: {} as never, kind: "sqlite" }, loadConfig({ STRATA_DATA_DIR: dir }));
+    createAuth({ db: {} as never, dialect: sqliteDialect() }, loadConfig({ STRATA_DATA_DIR: dir }));
     expect(statSync(path.join(dir, "auth-secret")).mode & 0o777).toBe(0o600);
   } finally {
     rmSync(dir, { recursive: true, force: true });

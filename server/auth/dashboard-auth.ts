@@ -30,9 +30,9 @@ function authSecret(config: Config): string {
   return secret;
 }
 
-export function createAuth(catalog: Pick<CatalogHandle, "db" | "kind">, config: Config) {
+export function createAuth(catalog: Pick<CatalogHandle, "db" | "dialect">, config: Config) {
   const origins = new Set([config.publicUrl, `http://localhost:${config.port}`, `http://127.0.0.1:${config.port}`]);
-  const database = prismaAdapter(catalog.db, { provider: catalog.kind === "postgres" ? "postgresql" : "sqlite" });
+  const database = prismaAdapter(catalog.db, { provider: catalog.dialect.prismaProvider });
   return betterAuth({
     appName: "Strata",
     baseURL: config.publicUrl,

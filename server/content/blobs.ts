@@ -22,7 +22,8 @@ import { inTransaction } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { BLOB_ROW_BYTES, blobDigestSchema } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
-import { dbNow, dialect, slices, toNumber } from "../db/sql.ts";
+import { dbNow, slices, toNumber } from "../db/sql.ts";
+import { dialectOf } from "../db/dialect.ts";
 
 /** Bytes as they arrive: a web stream (a Request body) or any async iterable (a Node stream). */
 type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
@@ -160,7 +161,7 @@ async function touchStored(db: Db, digests: readonly string[]): Promise<number> 
  * stored blob row locked, so collection cannot delete the blob (and its grants) in between.
  */
 async function grantBlob(tx: Db, agentId: string, digest: string, now: Date): Promise<boolean> {
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const added = await tx.$executeRawUnsafe(
     `INSERT INTO blob_grants (agent_id, digest, created_at) VALUES (${sql.p(1)}, ${sql.p(2)}, ${sql.p(3)}) ` +
       `ON CONFLICT DO NOTHING`,
@@ -191,7 +192,7 @@ async function claimStored(
   digest: string,
   grantTo: string | null,
 ): Promise<{ chunkCount: number; created: boolean } | null> {
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const [stored] = await tx.$queryRawUnsafe<{ id: string; chunk_count: number | bigint }[]>(
     `SELECT id, chunk_count FROM blobs WHERE digest = ${sql.p(1)} AND state = 'stored'${sql.lock("update")}`,
     digest,
@@ -233,7 +234,7 @@ export async function putBlob(db: Db, opts: PutBlobOptions): Promise<PutBlobResu
         yield piece;
       }
     })();
-    const sql = dialect(db);
+    const sql = dialectOf(db);
     const insert = `INSERT INTO blob_chunks (blob_id, seq, data) VALUES (${sql.p(1)}, ${sql.p(2)}, ${sql.p(3)})`;
     for await (const chunk of fixedChunks(pieces, BLOB_ROW_BYTES)) {
       try {
@@ -346,16 +347,11 @@ function missingBlob(digest: string, detail = ""): StrataError {
 export async function* readBlob(db: Db, info: BlobInfo): AsyncGenerator<Uint8Array> {
   const hash = createHash("sha256");
   let sizeBytes = 0;
-  const sql = dialect(db);
-  // The driver adapters turn a bytea/blob column into an array of numbers (slow and about
-  // eight times the size); text in base64 (PostgreSQL) or hex (SQLite) comes back as is.
-  const select = sql.pg
-    ? `SELECT encode(data, 'base64') AS text FROM blob_chunks WHERE blob_id = $1 AND seq = $2`
-    : `SELECT hex(data) AS text FROM blob_chunks WHERE blob_id = ? AND seq = ?`;
+  const sql = dialectOf(db);
   for (let seq = 0; seq < info.chunkCount; seq += 1) {
-    const [row] = await db.$queryRawUnsafe<{ text: string }[]>(select, info.id, seq);
+    const [row] = await db.$queryRawUnsafe<{ text: string }[]>(sql.chunkText.select, info.id, seq);
     if (!row) throw missingBlob(info.digest, " any more (it was collected while being read)");
-    const data = Buffer.from(row.text, sql.pg ? "base64" : "hex");
+    const data = sql.chunkText.decode(row.text);
     hash.update(data);
     sizeBytes += data.byteLength;
     yield data;
@@ -460,7 +456,7 @@ export async function missingBlobs(db: Db, agentId: string, digests: readonly st
 export async function grantStoredBlobs(tx: Db, agentId: string, digests: readonly string[]): Promise<number> {
   const wanted = [...new Set(digests)].sort();
   if (wanted.length === 0) return 0;
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const now = await dbNow(tx);
   let added = 0;
   for (const slice of slices(wanted, 500)) {
@@ -493,7 +489,7 @@ export async function dropUngrantedBlobs(db: Db, digests: readonly string[]): Pr
   let dropped = 0;
   for (const slice of slices(wanted, 500)) {
     dropped += await inTransaction(db, async (tx) => {
-      const sql = dialect(tx);
+      const sql = dialectOf(tx);
       const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
         `SELECT id FROM blobs b WHERE b.state = 'stored' AND b.digest IN ${sql.list(slice.length)} ` +
           `AND NOT EXISTS (SELECT 1 FROM blob_grants g WHERE g.digest = b.digest) ORDER BY b.digest${sql.lock("update")}`,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { beforeAll, expect, it } from "vitest";
 import { inTransaction, type Db } from "../db/client.ts";
-import { isPostgresClient } from "../db/errors.ts";
+import { dialectOf } from "../db/dialect.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import type { LayerDescriptor } from "../domain/content.ts";
 import { isStrataError } from "../domain/errors.ts";
@@ -31,7 +31,7 @@ async function tableCounts(db: Db) {
 
 /** Row counters of the current connection: per table on PostgreSQL, in total on SQLite. */
 async function writesInTransaction(tx: Db): Promise<Record<string, number> | number> {
-  if (isPostgresClient(tx)) {
+  if (dialectOf(tx).kind === "postgres") {
     const rows = await tx.$queryRawUnsafe<{ t: string; ins: bigint; upd: bigint; del: bigint }[]>(
       `SELECT relname::text AS t, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del FROM pg_stat_xact_user_tables ` +
         `WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname`,

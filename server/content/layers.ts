@@ -32,7 +32,8 @@ import {
   type PublishLayersInput,
 } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
-import { dbNow, dialect, toNumber } from "../db/sql.ts";
+import { dbNow, toNumber } from "../db/sql.ts";
+import { dialectOf } from "../db/dialect.ts";
 
 /**
  * Snapshot states that may still gain heads: a capture being published, or a snapshot made
@@ -78,7 +79,7 @@ async function selectAgentLayers(
 ): Promise<Map<string, LayerRow>> {
   const found = new Map<string, LayerRow>();
   if (agentUuids.length === 0) return found;
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const sorted = [...new Set(agentUuids)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
@@ -98,7 +99,7 @@ async function selectAgentLayers(
 async function lockLayers(tx: Db, uuids: readonly string[]): Promise<Map<string, string>> {
   const states = new Map<string, string>();
   if (uuids.length === 0) return states;
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const sorted = [...new Set(uuids)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
@@ -124,7 +125,7 @@ async function lockStoredBlobs(
 ): Promise<Map<string, { sizeBytes: number }>> {
   const found = new Map<string, { sizeBytes: number }>();
   if (digests.length === 0) return found;
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const sorted = [...new Set(digests)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
@@ -370,7 +371,7 @@ async function lockPublishableSnapshot(
   /** When set, another agent's snapshot is NOT_FOUND before its state is looked at. */
   agentId?: string,
 ): Promise<{ id: string; state: string; agentId: string; manifestDigest: string | null }> {
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   // Lock and read in one statement (FOR UPDATE: arbitrates with retirement and head release).
   const [found] = await tx.$queryRawUnsafe<{ state: string; agent_id: string; manifest_digest: string | null }[]>(
     `SELECT state, agent_id, manifest_digest FROM snapshots WHERE id = ${sql.p(1)}${sql.lock("update")}`,

@@ -21,7 +21,8 @@ import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
 import { identifierText } from "../domain/text.ts";
 import type { Pin } from "../db/generated/postgres/client.ts";
-import { dbNow, dialect } from "../db/sql.ts";
+import { dbNow } from "../db/sql.ts";
+import { dialectOf } from "../db/dialect.ts";
 
 /** Snapshot states a new pin may be taken on. */
 const PINNABLE_STATES = ["ready", "superseded"] as const;
@@ -81,7 +82,7 @@ function pinKey(agentId: string, pinId: string) {
  * agent, whether it is missing or another agent's.
  */
 async function shareOwnSnapshot(tx: Db, snapshotId: string, agentId: string): Promise<{ state: string } | null> {
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const [row] = await tx.$queryRawUnsafe<{ state: string }[]>(
     `SELECT state FROM snapshots WHERE id = ${sql.p(1)} AND agent_id = ${sql.p(2)}${sql.lock("share")}`,
     snapshotId,
@@ -229,7 +230,7 @@ export type ListPinsInput = z.input<typeof listPinsInput>;
 export async function listAgentPins(db: Db, opts: ListPinsInput & { agentId: string }): Promise<PinView[]> {
   const { agentId: _agentId, ...fields } = opts;
   const input = listPinsInput.parse(fields);
-  const sql = dialect(db);
+  const sql = dialectOf(db);
   const now = await dbNow(db);
   const params: unknown[] = [opts.agentId];
   let where = `p.agent_id = ${sql.p(1)}`;

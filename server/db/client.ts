@@ -10,17 +10,12 @@ import { PrismaClient, type Prisma } from "./generated/postgres/client.ts";
 import { PrismaClient as SqlitePrismaClient } from "./generated/sqlite/client.ts";
 import { serializeSqlite } from "./sqlite-serial.ts";
 import { isRetryableConflict } from "./errors.ts";
+import { bindDialect, dialectOf, kindOfUrl, postgresDialect, sqliteDialect, type Dialect } from "./dialect.ts";
 
-export type DatabaseKind = "sqlite" | "postgres";
+export type { DatabaseKind } from "./dialect.ts";
 export type Catalog = PrismaClient;
 /** A database handle: the client itself or an open transaction. Services take this. */
 export type Db = PrismaClient | Prisma.TransactionClient;
-
-export function databaseKind(url: string): DatabaseKind {
-  if (url.startsWith("file:")) return "sqlite";
-  if (/^postgres(ql)?:\/\//.test(url)) return "postgres";
-  throw new Error("DATABASE_URL must start with file: or postgresql://");
-}
 
 export function sqlitePath(url: string): string {
   return url.replace(/^file:/, "").replace(/\?.*$/, "");
@@ -60,7 +55,9 @@ function relabelTextTypes<T>(result: T): T {
 }
 
 function createPgPool(url: string, max = 10): pg.Pool {
-  // Discrete fields, not connectionString: see STACK.md (the shadow-database defect).
+  // The URL parsed into discrete fields with pg-connection-string, not handed to pg as
+  // connectionString: migrate.ts and the test support connect the same way, so every
+  // connection to the catalog reads one URL alike.
   const config = parseIntoClientConfig(url);
   return new pg.Pool({
     ...(config as pg.PoolConfig),
@@ -70,20 +67,10 @@ function createPgPool(url: string, max = 10): pg.Pool {
   });
 }
 
-/** The pg pool behind each PostgreSQL catalog client, for the few hot paths that skip Prisma. */
-const pgPools = new WeakMap<object, pg.Pool>();
-
-/**
- * The pg pool a PostgreSQL catalog client runs on; null for SQLite and for a transaction handle
- * (a hot path on the pool would escape the caller's transaction).
- */
-export function pgPoolOf(db: Db): pg.Pool | null {
-  return pgPools.get(db) ?? null;
-}
-
 export interface CatalogHandle {
   db: Catalog;
-  kind: DatabaseKind;
+  /** Every difference between the providers, chosen here once (server/db/dialect.ts). */
+  dialect: Dialect;
   url: string;
   close(): Promise<void>;
 }
@@ -95,20 +82,22 @@ export interface OpenOptions {
 
 /** Opens the catalog database. It does not migrate: call migrate() first. */
 export function openCatalog(url: string, options: OpenOptions = {}): CatalogHandle {
-  const kind = databaseKind(url);
-  if (kind === "postgres") {
+  if (kindOfUrl(url) === "postgres") {
     const pool = createPgPool(url, options.poolSize);
     const adapter = new PrismaPg(pool, { disposeExternalPool: true });
     const db = new PrismaClient({ adapter });
-    pgPools.set(db, pool);
-    return { db, kind, url, close: () => db.$disconnect() };
+    const dialect = postgresDialect(pool);
+    bindDialect(db, dialect);
+    return { db, dialect, url, close: () => db.$disconnect() };
   }
   const file = sqlitePath(url);
   if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const adapter = serializeSqlite(new PrismaBetterSQLite3({ url: `file:${file}`, timeout: 15_000 }));
   // Same models, same API: the SQLite client is used through the PostgreSQL client's type.
   const db = new SqlitePrismaClient({ adapter }) as unknown as Catalog;
-  return { db, kind, url, close: () => db.$disconnect() };
+  const dialect = sqliteDialect();
+  bindDialect(db, dialect);
+  return { db, dialect, url, close: () => db.$disconnect() };
 }
 
 /**
@@ -122,9 +111,13 @@ export async function inTransaction<T>(
   options?: { isolationLevel?: Prisma.TransactionIsolationLevel; timeout?: number; attempts?: number },
 ): Promise<T> {
   if (!("$transaction" in db)) return fn(db);
+  const dialect = dialectOf(db);
   return retryConflicts(
     () =>
-      db.$transaction(fn, {
+      db.$transaction((tx) => {
+        bindDialect(tx, dialect);
+        return fn(tx);
+      }, {
         maxWait: 10_000,
         timeout: options?.timeout ?? 20_000,
         ...(options?.isolationLevel ? { isolationLevel: options.isolationLevel } : {}),

@@ -1,5 +1,4 @@
 // Recognizing database errors the same way on both providers.
-import type { Db } from "./client.ts";
 
 interface PrismaLikeError {
   code?: string;
@@ -48,24 +47,4 @@ export function isRetryableConflict(error: unknown): boolean {
   if (e.code === "P2034") return true;
   const text = `${e.message ?? ""} ${e.cause?.originalCode ?? ""}`;
   return /could not serialize|deadlock detected|40001|40P01|SQLITE_BUSY|database is locked/i.test(text);
-}
-
-/**
- * Locks one snapshot row until the transaction ends (PostgreSQL `FOR UPDATE` / `FOR SHARE`).
- * SQLite transactions already hold the database write lock, so nothing more is needed there.
- * Returns false when the row does not exist.
- */
-export async function lockSnapshotRow(tx: Db, snapshotId: string, mode: "update" | "share"): Promise<boolean> {
-  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
-    isPostgresClient(tx)
-      ? `SELECT id FROM snapshots WHERE id = $1 FOR ${mode === "update" ? "UPDATE" : "SHARE"}`
-      : `SELECT id FROM snapshots WHERE id = ?`,
-    snapshotId,
-  );
-  return rows.length > 0;
-}
-
-/** Whether a client or transaction talks to PostgreSQL (both carry Prisma's active provider). */
-export function isPostgresClient(db: Db): boolean {
-  return (db as unknown as { _activeProvider?: string })._activeProvider === "postgresql";
 }

@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { parseIntoClientConfig } from "pg-connection-string";
-import { databaseKind, sqlitePath, type DatabaseKind } from "./client.ts";
+import { sqlitePath } from "./client.ts";
+import { kindOfUrl, type DatabaseKind } from "./dialect.ts";
 
 export interface Migration {
   name: string;
@@ -159,7 +160,7 @@ function migrateSqlite(url: string, migrations: Migration[]): string[] {
 
 /** Brings the database at url up to the latest migration. Safe to call from several processes. */
 export async function migrate(url: string, options: { migrations?: Migration[] } = {}): Promise<MigrateResult> {
-  const kind = databaseKind(url);
+  const kind = kindOfUrl(url);
   const migrations = options.migrations ?? readMigrations(kind);
   const applied = kind === "postgres" ? await migratePostgres(url, migrations) : migrateSqlite(url, migrations);
   return { kind, applied, latest: migrations.at(-1)?.name ?? null };

@@ -253,7 +253,7 @@ describeEachDatabase("garbage collection", (catalog) => {
       data: { digest: "2".repeat(64), state: "uploading", storedAt: new Date(Date.now() - 25 * HOUR * 1000) },
     });
     await db().$executeRawUnsafe(
-      `INSERT INTO blob_chunks (blob_id, seq, data) VALUES (${catalog().kind === "postgres" ? "$1, 0, $2" : "?, 0, ?"})`,
+      `INSERT INTO blob_chunks (blob_id, seq, data) VALUES (${catalog().dialect.p(1)}, 0, ${catalog().dialect.p(2)})`,
       old.id,
       Buffer.from("partial"),
     );
@@ -269,7 +269,7 @@ describeEachDatabase("garbage collection", (catalog) => {
     // A second PostgreSQL pool acts as another process. Two SQLite handles in one process
     // would block each other's event loop on the file lock: there the calls share one handle
     // (separate processes are in gc-processes.test.ts).
-    const other = catalog().kind === "postgres" ? openCatalog(catalog().url, { poolSize: 2 }) : catalog();
+    const other = catalog().dialect.kind === "postgres" ? openCatalog(catalog().url, { poolSize: 2 }) : catalog();
     try {
       await collectNow();
       const before = (await listCollectionRuns(db(), { limit: 1000 })).length;

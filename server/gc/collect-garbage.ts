@@ -37,7 +37,8 @@ import { inTransaction } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { childrenFirst, splitByBudget } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
-import { dbNow, dialect, toNumber } from "../db/sql.ts";
+import { dbNow, toNumber } from "../db/sql.ts";
+import { dialectOf } from "../db/dialect.ts";
 import { releaseExpiredPins } from "../content/pins.ts";
 import { headReleaseCandidates, releaseHeadsOf } from "../lineage/retirement.ts";
 
@@ -167,7 +168,7 @@ type Started = { runId: string; startedAt: Date } | Extract<CollectResult, { sta
 
 async function startRun(db: Db, settings: GcSettings, opts: CollectOptions): Promise<Started> {
   return inTransaction(db, async (tx) => {
-    const sql = dialect(tx);
+    const sql = dialectOf(tx);
     await tx.$queryRawUnsafe(`SELECT name FROM leases WHERE name = ${sql.p(1)}${sql.lock("update")}`, GC_LEASE);
     const lease = await tx.lease.findUnique({ where: { name: GC_LEASE } });
     const now = await dbNow(tx);
@@ -269,7 +270,7 @@ const MAX_BATCH_BYTES = 256 * 1024 * 1024;
 async function referencedDigests(tx: Db, digests: readonly string[], finishing: readonly string[] = []) {
   const referenced = new Set<string>();
   if (digests.length === 0) return referenced;
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const d = sql.list(digests.length);
   const exclude = finishing.length > 0 ? ` AND uuid NOT IN ${sql.list(finishing.length, digests.length + 1)}` : "";
   const layers = await tx.$queryRawUnsafe<{ digest: string }[]>(
@@ -284,13 +285,7 @@ async function referencedDigests(tx: Db, digests: readonly string[], finishing: 
   );
   for (const r of manifests) referenced.add(r.digest);
   const listed = await tx.$queryRawUnsafe<{ digest: string }[]>(
-    sql.pg
-      ? `SELECT DISTINCT e.value AS digest FROM snapshots s CROSS JOIN LATERAL jsonb_array_elements_text(` +
-          `CASE WHEN jsonb_typeof(s.metadata -> 'manifest' -> 'blobDigests') = 'array' ` +
-          `THEN s.metadata -> 'manifest' -> 'blobDigests' ELSE '[]'::jsonb END) AS e(value) ` +
-          `WHERE s.metadata IS NOT NULL AND s.state <> 'deleted' AND e.value IN ${d}`
-      : `SELECT DISTINCT e.value AS digest FROM snapshots s, json_each(s.metadata, '$.manifest.blobDigests') e ` +
-          `WHERE s.metadata IS NOT NULL AND json_valid(s.metadata) AND s.state <> 'deleted' AND e.value IN ${d}`,
+    sql.listedBlobDigests(d),
     ...digests,
   );
   for (const r of listed) referenced.add(r.digest);
@@ -309,7 +304,7 @@ async function deleteUnneededBlobs(
   where: { ids?: readonly string[]; digests?: readonly string[] },
   finishing: readonly string[] = [],
 ): Promise<{ blobsDeleted: number; bytesFreed: number }> {
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   const keys = where.ids ?? where.digests ?? [];
   if (keys.length === 0) return { blobsDeleted: 0, bytesFreed: 0 };
   const lockedIds = (
@@ -351,7 +346,7 @@ async function deleteUnneededBlobs(
 
 /** Available layers after `cursor` with no head and no available child (uuid order). */
 async function leafCandidates(db: Db, cursor: string, limit: number): Promise<string[]> {
-  const sql = dialect(db);
+  const sql = dialectOf(db);
   const rows = await db.$queryRawUnsafe<{ uuid: string }[]>(
     `SELECT l.uuid FROM layers l${sql.indexedBy("sqlite_autoindex_layers_1")} ` +
       `WHERE l.state = 'available' AND l.uuid > ${sql.p(1)} ` +
@@ -375,7 +370,7 @@ async function markRound(
   uuids: readonly string[],
   now: Date,
 ): Promise<{ uuid: string; parentUuid: string | null; sizeBytes: number }[]> {
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   if (uuids.length === 0) return [];
   const locked = (
     await tx.$queryRawUnsafe<{ uuid: string; parent_uuid: string | null; size_bytes: bigint | number }[]>(
@@ -448,7 +443,7 @@ async function finishLayers(
   now: Date,
   settings: GcSettings,
 ): Promise<{ count: number; tally: Partial<CollectionTally> }> {
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   if (uuids.length === 0) return { count: 0, tally: {} };
   // Waits for, rather than skips, a lock on a deleting layer: only a publish that is about to be
   // refused takes one (it locks FOR SHARE, then finds the layer not available), and skipping
@@ -470,7 +465,7 @@ async function finishLayers(
 }
 
 async function finishLeftovers(ctx: RunContext): Promise<void> {
-  const sql = dialect(ctx.db);
+  const sql = dialectOf(ctx.db);
   let cursor = "";
   for (;;) {
     const rows = await ctx.db.$queryRawUnsafe<{ uuid: string; size_bytes: bigint | number }[]>(
@@ -529,7 +524,7 @@ async function collectLayers(ctx: RunContext): Promise<void> {
 // --- Blobs ------------------------------------------------------------------------------------
 
 async function collectBlobs(ctx: RunContext): Promise<void> {
-  const sql = dialect(ctx.db);
+  const sql = dialectOf(ctx.db);
   let cursor = "";
   for (;;) {
     const now = await dbNow(ctx.db);
@@ -558,7 +553,7 @@ async function collectBlobs(ctx: RunContext): Promise<void> {
 }
 
 async function collectAbandonedUploads(ctx: RunContext): Promise<void> {
-  const sql = dialect(ctx.db);
+  const sql = dialectOf(ctx.db);
   for (;;) {
     const now = await dbNow(ctx.db);
     const cutoff = new Date(now.getTime() - ctx.settings.abandonedUploadSeconds * 1000);

@@ -2,7 +2,7 @@
 // and progress, cancel it. Each agent sees only its own jobs.
 import { z } from "zod";
 import { loadConfig } from "../config/config.ts";
-import { inTransaction, type DatabaseKind, type Db } from "../db/client.ts";
+import { inTransaction, type Db } from "../db/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import {
   captureJobDataSchema,
@@ -25,10 +25,10 @@ const queues = new WeakMap<object, JobQueue>();
  * The queue over a catalog client (cached; it opens no connection of its own). Jobs get the
  * claim lease of the enqueuing process's configuration (STRATA_JOB_LEASE_SECONDS).
  */
-function queueOf(db: Db, kind: DatabaseKind): JobQueue {
+function queueOf(db: Db): JobQueue {
   let queue = queues.get(db);
   if (!queue) {
-    queue = jobQueueFor(db, kind, { leaseSeconds: loadConfig().jobLeaseSeconds });
+    queue = jobQueueFor(db, { leaseSeconds: loadConfig().jobLeaseSeconds });
     queues.set(db, queue);
   }
   return queue;
@@ -40,11 +40,10 @@ export type EnqueueCaptureInput = z.input<typeof enqueueCaptureInput>;
 /** Asks the worker on `host` to capture the checkout at `dir` into the lineage of `key`. */
 export async function enqueueCapture(
   db: Db,
-  kind: DatabaseKind,
   opts: EnqueueCaptureInput & { agent: AgentScope },
 ): Promise<JobView> {
   const input = enqueueCaptureInput.parse(clientFields(opts, "agent"));
-  const job = await queueOf(db, kind).enqueue(db, {
+  const job = await queueOf(db).enqueue(db, {
     kind: "capture",
     host: input.host,
     agentId: opts.agent.agentId,
@@ -68,14 +67,13 @@ export type EnqueueRestoreInput = z.input<typeof enqueueRestoreInput>;
  */
 export async function enqueueRestore(
   db: Db,
-  kind: DatabaseKind,
   opts: EnqueueRestoreInput & { agent: AgentScope },
 ): Promise<{ plan: RestorePlan; job: JobView | null }> {
   const input = enqueueRestoreInput.parse(clientFields(opts, "agent"));
   return inTransaction(db, async (tx) => {
     const plan = await acquireWorkspace(tx, { ...input, agent: opts.agent });
     if (!plan.snapshot) return { plan, job: null };
-    const job = await queueOf(db, kind).enqueue(tx, {
+    const job = await queueOf(db).enqueue(tx, {
       kind: "restore",
       host: input.host,
       agentId: opts.agent.agentId,
@@ -97,19 +95,18 @@ export type ListJobsInput = z.input<typeof listJobsInput>;
 
 export async function listJobs(
   db: Db,
-  kind: DatabaseKind,
   opts: ListJobsInput & { agent: AgentScope },
 ): Promise<JobView[]> {
   const input = listJobsInput.parse(clientFields(opts, "agent"));
-  return queueOf(db, kind).list(db, { ...input, agentId: opts.agent.agentId });
+  return queueOf(db).list(db, { ...input, agentId: opts.agent.agentId });
 }
 
 function notFound(jobId: string): StrataError {
   return new StrataError("NOT_FOUND", `Job ${jobId} was not found.`, { hint: "An agent sees only its own jobs." });
 }
 
-export async function getJob(db: Db, kind: DatabaseKind, opts: { jobId: string; agent: AgentScope }): Promise<JobView> {
-  const job = await queueOf(db, kind).get(db, opts.jobId, { agentId: opts.agent.agentId });
+export async function getJob(db: Db, opts: { jobId: string; agent: AgentScope }): Promise<JobView> {
+  const job = await queueOf(db).get(db, opts.jobId, { agentId: opts.agent.agentId });
   if (!job) throw notFound(opts.jobId);
   return job;
 }
@@ -117,10 +114,9 @@ export async function getJob(db: Db, kind: DatabaseKind, opts: { jobId: string; 
 /** Cancels one of the agent's jobs; a running one is aborted at its worker's next heartbeat. */
 export async function cancelJob(
   db: Db,
-  kind: DatabaseKind,
   opts: { jobId: string; agent: AgentScope },
 ): Promise<JobView> {
-  const job = await queueOf(db, kind).cancel(db, opts.jobId, { agentId: opts.agent.agentId });
+  const job = await queueOf(db).cancel(db, opts.jobId, { agentId: opts.agent.agentId });
   if (!job) throw notFound(opts.jobId);
   return job;
 }

@@ -13,7 +13,7 @@
 import { existsSync } from "node:fs";
 import { rename, rm, rmdir } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import type { DatabaseKind, Db } from "../db/client.ts";
+import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { captureManifestSchema } from "../domain/capture-manifest.ts";
 import { isStrataError, StrataError } from "../domain/errors.ts";
@@ -42,7 +42,6 @@ import type { JobContext, JobHandler } from "./worker.ts";
 
 export interface HandlerOptions {
   db: Db;
-  kind: DatabaseKind;
   /** This worker's host: capture and restore jobs name it. */
   host: string;
   /** This host's restore state (crash records of interrupted restores). */
@@ -91,7 +90,7 @@ export function createJobHandler(opts: HandlerOptions): JobHandler {
     }
     switch (job.kind) {
       case "sweep":
-        return runSweepJob(opts.db, opts.kind);
+        return runSweepJob(opts.db);
       case "gc": {
         const interval = (job.data as { intervalSeconds?: unknown } | null)?.intervalSeconds;
         return runGcJob(opts.db, {

@@ -2,13 +2,13 @@
 // offers to schedule them; the job's dedupe key names the interval slot, so at most one job per
 // slot exists however many workers offer (the unique index decides). Collection also keeps its
 // own lease and interval on the database clock, so even a forced extra run never overlaps one.
-import type { DatabaseKind, Db } from "../db/client.ts";
+import type { Db } from "../db/client.ts";
+import { dialectOf } from "../db/dialect.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { FINAL_STATES } from "../domain/jobs.ts";
 import { collectGarbage } from "../gc/collect-garbage.ts";
 import { sweepSnapshots } from "../lineage/sweeper.ts";
 import type { JobQueue } from "./queue.ts";
-import { transactionNow } from "./queue.ts";
 
 export interface MaintenanceSchedule {
   /** Seconds between sweeps; 0 turns the sweeper off. */
@@ -27,7 +27,7 @@ export async function scheduleMaintenance(
   queue: JobQueue,
   schedule: MaintenanceSchedule,
 ): Promise<{ sweep: string | null; gc: string | null }> {
-  const now = await transactionNow(queue.db, queue.kind);
+  const now = await queue.dialect.transactionNow(queue.db);
   const offer = async (kind: "sweep" | "gc", interval: number) => {
     if (interval <= 0) return null;
     const job = await queue.enqueue(queue.db, {
@@ -73,8 +73,8 @@ export async function pruneFinishedJobs(
   }
 }
 
-export async function runSweepJob(db: Db, kind: DatabaseKind): Promise<Prisma.InputJsonValue> {
-  const now = await transactionNow(db, kind);
+export async function runSweepJob(db: Db): Promise<Prisma.InputJsonValue> {
+  const now = await dialectOf(db).transactionNow(db);
   const result = await sweepSnapshots(db, { now });
   const prunedJobs = await pruneFinishedJobs(db, { now });
   return asJson({

@@ -5,7 +5,6 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isPostgresClient } from "../db/errors.ts";
 import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../testing/databases.ts";
 import { retryDelayMs } from "../domain/jobs.ts";
 import { makeAgent, type TestAgent } from "../testing/lineage.ts";
@@ -15,7 +14,7 @@ import type { JobQueue } from "./queue.ts";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function pgBossState(catalog: TestCatalog, id: string): Promise<string | null> {
-  if (!isPostgresClient(catalog.db)) return null;
+  if (catalog.dialect.kind !== "postgres") return null;
   const rows = await catalog.db.$queryRawUnsafe<{ state: string }[]>(
     `SELECT state::text AS state FROM pgboss.job WHERE id = $1::uuid`,
     id,
@@ -297,7 +296,7 @@ describe("the PostgreSQL queue without pg-boss installed", () => {
 
   it("refuses to enqueue with UNAVAILABLE and a hint, and records nothing", async () => {
     const agent = await makeAgent(catalog.db, "nopgboss");
-    const queue = jobQueueFor(catalog.db, "postgres");
+    const queue = jobQueueFor(catalog.db);
     await expect(
       queue.enqueue(catalog.db, { kind: "capture", host: "h", agentId: agent.scope.agentId, data: {} }),
     ).rejects.toMatchObject({ code: "UNAVAILABLE" });

@@ -10,7 +10,8 @@
 // Every operation of a claim holder is fenced on its attempt number, so a worker whose claim
 // expired (killed, partitioned, too slow) can no longer complete, fail or report on the job.
 import { randomUUID } from "node:crypto";
-import { inTransaction, type DatabaseKind, type Db } from "../db/client.ts";
+import { inTransaction, type Db } from "../db/client.ts";
+import { dialectOf, type Dialect } from "../db/dialect.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import {
@@ -127,16 +128,6 @@ export interface JobDelivery {
   close(): Promise<void>;
 }
 
-/** The database's clock inside a transaction (PostgreSQL: the transaction's start, as pg-boss uses). */
-export async function transactionNow(tx: Db, kind: DatabaseKind): Promise<Date> {
-  if (kind === "postgres") {
-    const [row] = await tx.$queryRawUnsafe<{ now: Date }[]>("SELECT now() AS now");
-    return new Date(row!.now);
-  }
-  const [row] = await tx.$queryRawUnsafe<{ now: string }[]>("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now");
-  return new Date(row!.now);
-}
-
 function addMs(date: Date, ms: number): Date {
   return new Date(date.getTime() + ms);
 }
@@ -154,10 +145,15 @@ export interface ListJobsFilter {
 export class JobQueue {
   constructor(
     readonly db: Db,
-    readonly kind: DatabaseKind,
     private readonly delivery: JobDelivery,
     private readonly defaults: RetryPolicy = DEFAULT_RETRY_POLICY,
-  ) {}
+  ) {
+    // Taken from the catalog client once: a caller's transaction handed to enqueue may be one
+    // Prisma opened directly, which carries no dialect.
+    this.dialect = dialectOf(db);
+  }
+
+  readonly dialect: Dialect;
 
   /**
    * Records a job inside `db`, which may be the caller's transaction: the job exists exactly
@@ -170,7 +166,7 @@ export class JobQueue {
         const existing = await tx.job.findUnique({ where: { dedupeKey: job.dedupeKey }, select: { id: true } });
         if (existing) return null;
       }
-      const now = await transactionNow(tx, this.kind);
+      const now = await this.dialect.transactionNow(tx);
       let row: JobRow;
       try {
         row = await tx.job.create({
@@ -204,7 +200,7 @@ export class JobQueue {
   /** Claims the next runnable job for `host`: its own first, then host-less maintenance. */
   async fetch(opts: { host: string; workerId: string }): Promise<ClaimedJob | null> {
     const row = await this.delivery.next(opts.host, async (tx, id) => {
-      const now = await transactionNow(tx, this.kind);
+      const now = await this.dialect.transactionNow(tx);
       const seen = await tx.job.findUnique({ where: { id }, select: jobRowSelect });
       // A delivered job whose row is missing or already final (cancelled meanwhile) is skipped.
       if (!seen || !(["created", "retry", "active"] as string[]).includes(seen.state)) return null;
@@ -243,7 +239,7 @@ export class JobQueue {
    */
   async heartbeat(job: ClaimedJob, progress?: Prisma.InputJsonValue): Promise<boolean> {
     return inTransaction(this.db, async (tx) => {
-      const now = await transactionNow(tx, this.kind);
+      const now = await this.dialect.transactionNow(tx);
       const renewed = await tx.job.updateMany({
         where: this.fence(job),
         data: {
@@ -272,7 +268,7 @@ export class JobQueue {
    */
   async complete(job: ClaimedJob, result: Prisma.InputJsonValue, db: Db = this.db): Promise<boolean> {
     return inTransaction(db, async (tx) => {
-      const now = await transactionNow(tx, this.kind);
+      const now = await this.dialect.transactionNow(tx);
       const done = await tx.job.updateMany({
         where: this.fence(job),
         data: { state: "completed", result, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
@@ -290,7 +286,7 @@ export class JobQueue {
    */
   async fail(job: ClaimedJob, failure: JobFailure): Promise<FailOutcome> {
     return inTransaction(this.db, async (tx) => {
-      const now = await transactionNow(tx, this.kind);
+      const now = await this.dialect.transactionNow(tx);
       const row = await tx.job.findFirst({ where: this.fence(job), select: jobRowSelect });
       if (!row) return "lost";
       const outcome = failure.retryable && row.attempts < row.maxAttempts ? "retry" : "failed";
@@ -325,7 +321,7 @@ export class JobQueue {
       const row = await tx.job.findFirst({ where, select: jobRowSelect });
       if (!row) return null;
       if (!(CANCELLABLE_STATES as readonly string[]).includes(row.state)) return toJobView(row);
-      const now = await transactionNow(tx, this.kind);
+      const now = await this.dialect.transactionNow(tx);
       const moved = await tx.job.updateMany({
         where: { id, state: row.state, attempts: row.attempts },
         data: { state: "cancelled", leaseExpiresAt: null, finishedAt: now, updatedAt: now },
@@ -344,7 +340,7 @@ export class JobQueue {
   async expire(): Promise<number> {
     await this.delivery.expire();
     return inTransaction(this.db, async (tx) => {
-      const now = await transactionNow(tx, this.kind);
+      const now = await this.dialect.transactionNow(tx);
       const expired = { state: "active", leaseExpiresAt: { lt: now } } satisfies Prisma.JobWhereInput;
       const error = { code: "LEASE_EXPIRED", message: "The worker holding the job stopped renewing its claim." };
       const exhausted = await tx.job.findMany({
@@ -403,13 +399,14 @@ export class JobQueue {
 // --- SQLite: the table is the queue -----------------------------------------------------------------
 
 /** Delivery straight from the jobs table: the oldest runnable row for the host, then host-less. */
-export function tableDelivery(db: Db, kind: DatabaseKind): JobDelivery {
+export function tableDelivery(db: Db): JobDelivery {
+  const dialect = dialectOf(db);
   return {
     enqueued: async () => undefined,
     async next(host, claim) {
       for (const target of [host, null]) {
         const row = await inTransaction(db, async (tx) => {
-          const now = await transactionNow(tx, kind);
+          const now = await dialect.transactionNow(tx);
           const candidate = await tx.job.findFirst({
             where: { state: { in: [...CLAIMABLE_STATES] }, host: target, runAfter: { lte: now } },
             orderBy: [{ runAfter: "asc" }, { createdAt: "asc" }, { id: "asc" }],

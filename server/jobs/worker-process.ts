@@ -11,7 +11,7 @@ import { scheduleMaintenance, type MaintenanceSchedule } from "./maintenance.ts"
 import { startWorker, type WorkerEvent } from "./worker.ts";
 
 export interface WorkerProcessOptions {
-  catalog: Pick<CatalogHandle, "db" | "kind" | "url">;
+  catalog: Pick<CatalogHandle, "db" | "url">;
   host: string;
   dataDir: string;
   schedule: MaintenanceSchedule;
@@ -34,7 +34,6 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   const workerId = `${opts.host}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const handle = createJobHandler({
     db: opts.catalog.db,
-    kind: opts.catalog.kind,
     host: opts.host,
     stateDir: join(opts.dataDir, "restore-state"),
     ...(opts.checkpoint ? { checkpoint: opts.checkpoint } : {}),

@@ -97,7 +97,7 @@ function smallRepository(label: string): string {
   return root;
 }
 
-describeEachDatabase("worker processes killed with SIGKILL", (catalog, kind) => {
+describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
   let agent: TestAgent;
   let queue: JobQueue;
   let dataDir: string;
@@ -122,7 +122,7 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog, kind) => 
       const repo = smallRepository("capture");
       const key = keyFor("capture");
       const host = uniqueName("cap");
-      const enqueued = await enqueueCapture(db, kind, { host, dir: repo, key, agent: agent.scope });
+      const enqueued = await enqueueCapture(db, { host, dir: repo, key, agent: agent.scope });
 
       const first = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: point });
       await waitFor(`the first worker to pause at ${point}`, async () => first.stderr().includes(`paused at ${point}`));
@@ -170,7 +170,7 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog, kind) => 
       const host = uniqueName("res");
       const parent = temporaryDirectory("strata-restore-parent-");
       const into = join(parent, "workspace");
-      const { plan, job: enqueued } = await enqueueRestore(db, kind, {
+      const { plan, job: enqueued } = await enqueueRestore(db, {
         repository: key.repository,
         backendKind: key.backendKind,
         baseImage: key.baseImage,
@@ -245,13 +245,13 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
       });
       for (let i = 0; i < CAPTURES_PER_HOST; i += 1) {
         const key = { ...sourceKey, workContextId: uniqueName(`cap-${n}-${i}`) };
-        const job = await enqueueCapture(db, "postgres", { host: host.name, dir: repo, key, agent: agent.scope });
+        const job = await enqueueCapture(db, { host: host.name, dir: repo, key, agent: agent.scope });
         captureJobs.push({ id: job.id, host: host.name, workContextId: key.workContextId });
       }
       mkdirSync(join(host.dir, "workspaces"));
       for (let i = 0; i < RESTORES[n]!; i += 1) {
         const into = join(host.dir, "workspaces", `w${i}`);
-        const { plan, job } = await enqueueRestore(db, "postgres", {
+        const { plan, job } = await enqueueRestore(db, {
           repository: sourceKey.repository,
           backendKind: sourceKey.backendKind,
           baseImage: sourceKey.baseImage,

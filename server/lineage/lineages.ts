@@ -2,7 +2,8 @@
 // retiring them, which takes every checkpoint of the lineage out of restore eligibility.
 import { z } from "zod";
 import { inTransaction, type Db } from "../db/client.ts";
-import { isPostgresClient, isUniqueViolation, RetryTransaction } from "../db/errors.ts";
+import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
+import { dialectOf } from "../db/dialect.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import type { AgentScope, UserScope } from "../domain/scope.ts";
@@ -25,13 +26,8 @@ import { pageDirectionSchema } from "../domain/paging.ts";
  * PostgreSQL; SQLite transactions already hold the write lock.
  */
 export async function lockLineageRow(tx: Db, lineageId: string): Promise<string | null> {
-  const rows = await tx.$queryRawUnsafe<{ state: string }[]>(
-    isPostgresClient(tx)
-      ? `SELECT state FROM lineages WHERE id = $1 FOR UPDATE`
-      : `SELECT state FROM lineages WHERE id = ?`,
-    lineageId,
-  );
-  return rows[0]?.state ?? null;
+  const row = await dialectOf(tx).lockRow<{ state: string }>(tx, "lineages", lineageId, "state");
+  return row?.state ?? null;
 }
 
 export interface LineageKeyColumns {

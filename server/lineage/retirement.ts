@@ -5,10 +5,11 @@
 // serialized with new pins (which hold it FOR SHARE) and with each other.
 import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
-import { lockSnapshotRow, RetryTransaction } from "../db/errors.ts";
+import { RetryTransaction } from "../db/errors.ts";
+import { dialectOf } from "../db/dialect.ts";
 import { StrataError } from "../domain/errors.ts";
 import { recordAuditEvent, type AuditActor } from "../audit/record-audit-event.ts";
-import { dbNow, dialect } from "../db/sql.ts";
+import { dbNow } from "../db/sql.ts";
 
 /** States in which a snapshot's heads are released once no pin protects it. */
 export const HEAD_RELEASE_STATES = ["retired", "deleting", "deleted"] as const;
@@ -35,7 +36,7 @@ export interface RetireSnapshotResult {
 /** Retires a snapshot (the public delete). Idempotent; never deletes content itself. */
 export async function retireSnapshot(db: Db, opts: RetireSnapshotOptions): Promise<RetireSnapshotResult> {
   return inTransaction(db, async (tx) => {
-    const found = await lockSnapshotRow(tx, opts.snapshotId, "update");
+    const found = await dialectOf(tx).lockRow(tx, "snapshots", opts.snapshotId, "id");
     const row = found
       ? await tx.snapshot.findUnique({
           where: { id: opts.snapshotId },
@@ -96,7 +97,7 @@ function emptyHeadTally(): HeadReleaseTally {
  * that still have heads, and deleting ones (which end as deleted).
  */
 export async function headReleaseCandidates(db: Db, cursor: string, limit: number): Promise<string[]> {
-  const sql = dialect(db);
+  const sql = dialectOf(db);
   const rows = await db.$queryRawUnsafe<{ id: string }[]>(
     `SELECT s.id FROM snapshots s WHERE s.state IN ('retired', 'deleting', 'deleted') AND s.id > ${sql.p(1)} ` +
       `AND (s.state = 'deleting' OR EXISTS (SELECT 1 FROM snapshot_heads h WHERE h.snapshot_id = s.id)) ` +
@@ -115,7 +116,7 @@ export async function releaseHeadsOf(tx: Db, snapshotIds: readonly string[]): Pr
   const tally = emptyHeadTally();
   const ids = [...new Set(snapshotIds)].sort();
   if (ids.length === 0) return tally;
-  const sql = dialect(tx);
+  const sql = dialectOf(tx);
   // A handful of statements whatever the batch size: on SQLite every statement here is time
   // the database write lock is held against publishers.
   await tx.$queryRawUnsafe(

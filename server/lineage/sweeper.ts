@@ -3,7 +3,7 @@
 // snapshots past the retention window to garbage collection by moving them to `deleting`.
 // The clock and the windows are passed in, so tests (and operators) control them.
 import { inTransaction, type Db } from "../db/client.ts";
-import { lockSnapshotRow } from "../db/errors.ts";
+import { dialectOf } from "../db/dialect.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import {
   DEFAULT_SWEEP_SETTINGS,
@@ -84,7 +84,7 @@ export async function sweepSnapshots(db: Db, opts: SweepOptions): Promise<SweepR
       const ids = rows.map((r) => r.id);
       const moved = await inTransaction(db, async (tx) => {
         // Lock first, so a pin cannot slip in between the check and the move.
-        for (const id of ids) await lockSnapshotRow(tx, id, "update");
+        for (const id of ids) await dialectOf(tx).lockRow(tx, "snapshots", id, "id");
         const pinned = await tx.pin.findMany({
           // An expired pin protects nothing any more (the same rule the pins service applies).
           where: {

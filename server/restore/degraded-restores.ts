@@ -8,7 +8,8 @@
 // kept the original for collection is released; an audit event says who and why. Idempotent.
 import { z } from "zod";
 import { inTransaction, type Db } from "../db/client.ts";
-import { isPostgresClient, RetryTransaction } from "../db/errors.ts";
+import { RetryTransaction } from "../db/errors.ts";
+import { dialectOf } from "../db/dialect.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import { describeRestoreResult } from "../domain/restore-notice.ts";
@@ -138,8 +139,7 @@ export interface DiscardDegradedResult {
 }
 
 async function lockRestoreRow(tx: Db, restoreId: string): Promise<void> {
-  // SQLite transactions hold the database write lock already.
-  if (isPostgresClient(tx)) await tx.$queryRawUnsafe(`SELECT id FROM restores WHERE id = $1 FOR UPDATE`, restoreId);
+  await dialectOf(tx).lockRow(tx, "restores", restoreId, "id");
 }
 
 function asObject(value: Prisma.JsonValue | null): Record<string, Prisma.JsonValue> {

@@ -8,9 +8,7 @@ import {
   handleBlobMethodNotAllowed,
   handleBlobPut,
 } from "../http/blob-routes.ts";
-import type { CatalogHandle, Db } from "../db/catalog.ts";
-
-type DatabaseKind = CatalogHandle["kind"];
+import type { Db } from "../db/catalog.ts";
 import type { UserScope } from "../domain/scope.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
@@ -36,7 +34,6 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
 
 export interface TestServerOptions {
   db: Db;
-  kind: DatabaseKind;
   /** The signed-in dashboard user of a request (the app reads a session cookie). */
   userFor?: (req: Request) => UserScope | null;
 }
@@ -73,7 +70,6 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
     return handleTrpcRequest(req, (request) =>
       createContextInner({
         db: opts.db,
-        databaseKind: opts.kind,
         authorization: request.headers.get("authorization"),
         user: opts.userFor?.(request) ?? null,
       }),

@@ -14,7 +14,7 @@ interface Args {
 
 const args = JSON.parse(process.argv[2] ?? "{}") as Args;
 const catalog = openCatalog(args.url, { poolSize: 2 });
-const queue = jobQueueFor(catalog.db, catalog.kind);
+const queue = jobQueueFor(catalog.db);
 try {
   if (args.mode === "schedule") {
     const offered = await scheduleMaintenance(queue, { sweepIntervalSeconds: 3_600, gcIntervalSeconds: 3_600 });

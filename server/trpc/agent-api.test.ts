@@ -27,10 +27,10 @@ async function failure(call: Promise<unknown>): Promise<{ code: string; data: Re
   throw new Error("expected the call to fail");
 }
 
-describeEachDatabase("agent API", (catalog, kind) => {
+describeEachDatabase("agent API", (catalog) => {
   const s = scenario("api");
   const callerFor = (authorization: string | null): Caller =>
-    createCaller(createContextInner({ db: catalog().db, databaseKind: kind, authorization, user: null }));
+    createCaller(createContextInner({ db: catalog().db, authorization, user: null }));
 
   // Alice's world, which Bob must never reach.
   const world = {
@@ -197,7 +197,6 @@ describeEachDatabase("agent API", (catalog, kind) => {
                 createContext: ({ req }) =>
                   createContextInner({
                     db,
-                    databaseKind: kind,
                     authorization: req.headers.get("authorization"),
                     user: null,
                   }),

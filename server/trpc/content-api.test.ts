@@ -37,12 +37,11 @@ async function refusal(call: Promise<unknown>): Promise<StrataError> {
   throw new Error("expected the call to fail");
 }
 
-describeEachDatabase("content API", (catalog, kind) => {
+describeEachDatabase("content API", (catalog) => {
   const callerFor = (authorization: string | null, role?: UserRole): Caller =>
     createCaller(
       createContextInner({
         db: catalog().db,
-        databaseKind: kind,
         authorization,
         user: role ? trustUser(`user-${role}`, `${role}@example.test`, role) : null,
       }),

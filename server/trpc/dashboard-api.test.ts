@@ -27,11 +27,11 @@ async function outcome(call: Promise<unknown>): Promise<string> {
 
 const ROLES: UserRole[] = ["operator", "support", "admin"];
 
-describeEachDatabase("dashboard API roles", (catalog, kind) => {
+describeEachDatabase("dashboard API roles", (catalog) => {
   let h: History;
   const users = {} as Record<UserRole, UserScope>;
   const callerAs = (user: UserScope | null, authorization: string | null = null): Caller =>
-    createCaller(createContextInner({ db: catalog().db, databaseKind: kind, authorization, user }));
+    createCaller(createContextInner({ db: catalog().db, authorization, user }));
 
   beforeAll(async () => {
     const db = catalog().db;

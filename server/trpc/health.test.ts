@@ -8,7 +8,7 @@ import { createCaller } from "./root.ts";
 describeEachDatabase("health and dashboard reads", (catalog, kind) => {
   const operator = trustUser("u-1", "ops@example.com", "operator");
   const caller = () =>
-    createCaller(createContextInner({ db: catalog().db, databaseKind: kind, authorization: null, user: operator }));
+    createCaller(createContextInner({ db: catalog().db, authorization: null, user: operator }));
 
   it("reports the database kind and the latest applied migration", async () => {
     const health = await caller().health();

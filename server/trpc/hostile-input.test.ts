@@ -200,7 +200,6 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
     admin = await makeUser(db, "admin");
     server = await serveApp({
       db,
-      kind,
       userFor: (req) => (req.headers.get("cookie") === SESSION_COOKIE ? admin : null),
     });
     const alice = await createAgent(db, { name: uniqueName("alice") });
@@ -212,7 +211,7 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
     // A small world, so valid-looking inputs reach past the first lookup.
     const s = scenario("fuzz");
     const a = createCaller(
-      createContextInner({ db, databaseKind: kind, authorization: `Bearer ${alice.token}`, user: null }),
+      createContextInner({ db, authorization: `Bearer ${alice.token}`, user: null }),
     );
     const commit = oid("fuzz-main");
     const key = { repository: s.repository, backendKind: s.backendKind, baseImage: s.baseImage, canonicalRef: "main" };
@@ -288,7 +287,7 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
       "gc.runs": { limit: 5 },
       "browse.snapshots": { limit: 5 },
     });
-    fingerprint = await fingerprinter(db, kind);
+    fingerprint = await fingerprinter(db);
     current = await fingerprint();
   }, 60_000);
 

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError, type z } from "zod";
-import { getCatalog, type CatalogHandle, type Db } from "../db/catalog.ts";
+import { getCatalog, type Db } from "../db/catalog.ts";
 import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
 import type { UserRole, UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
@@ -15,7 +15,6 @@ import { assertSafeInput, describeZodIssues, invalidInput } from "./input-bounda
 
 export interface ContextInner {
   db: Db;
-  databaseKind: CatalogHandle["kind"];
   /** The raw Authorization header; agentProcedure resolves it to an agent. */
   authorization: string | null;
   /** The signed-in dashboard user, if any (resolved from the session cookie). */
@@ -33,7 +32,6 @@ export async function createContext({ req }: { req: Request }): Promise<ContextI
   const user = req.headers.has("cookie") ? await sessionUser(getAuth(), req.headers) : null;
   return createContextInner({
     db: catalog.db,
-    databaseKind: catalog.kind,
     authorization: req.headers.get("authorization"),
     user,
   });

@@ -23,13 +23,13 @@ async function failureCode(call: Promise<unknown>): Promise<string> {
   throw new Error("expected the call to fail");
 }
 
-describeEachDatabase("job API", (catalog, kind) => {
+describeEachDatabase("job API", (catalog) => {
   let queue: JobQueue;
   let alice: ReturnType<typeof createCaller>;
   let bob: ReturnType<typeof createCaller>;
   const callerFor = (token: string) =>
     createCaller(
-      createContextInner({ db: catalog().db, databaseKind: kind, authorization: `Bearer ${token}`, user: null }),
+      createContextInner({ db: catalog().db, authorization: `Bearer ${token}`, user: null }),
     );
   const key = () => ({
     repository: { identity: `example.invalid/${uniqueName("jobs")}` },

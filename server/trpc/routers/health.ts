@@ -12,4 +12,4 @@ export const healthProcedure = publicProcedure
       databaseTime: z.string(),
     }),
   )
-  .query(({ ctx }) => getHealth(ctx.db, ctx.databaseKind));
+  .query(({ ctx }) => getHealth(ctx.db));

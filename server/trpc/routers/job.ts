@@ -20,21 +20,21 @@ export const jobRouter = router({
   enqueueCapture: agentProcedure
     .input(enqueueCaptureInput)
     .output(jobViewSchema)
-    .mutation(({ ctx, input }) => enqueueCapture(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+    .mutation(({ ctx, input }) => enqueueCapture(ctx.db, { ...input, agent: ctx.agent })),
   enqueueRestore: agentProcedure
     .input(enqueueRestoreInput)
     .output(z.object({ plan: restorePlanSchema, job: jobViewSchema.nullable() }))
-    .mutation(({ ctx, input }) => enqueueRestore(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+    .mutation(({ ctx, input }) => enqueueRestore(ctx.db, { ...input, agent: ctx.agent })),
   get: agentProcedure
     .input(jobRef)
     .output(jobViewSchema)
-    .query(({ ctx, input }) => getJob(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+    .query(({ ctx, input }) => getJob(ctx.db, { ...input, agent: ctx.agent })),
   list: agentProcedure
     .input(listJobsInput)
     .output(z.array(jobViewSchema))
-    .query(({ ctx, input }) => listJobs(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+    .query(({ ctx, input }) => listJobs(ctx.db, { ...input, agent: ctx.agent })),
   cancel: agentProcedure
     .input(jobRef)
     .output(jobViewSchema)
-    .mutation(({ ctx, input }) => cancelJob(ctx.db, ctx.databaseKind, { ...input, agent: ctx.agent })),
+    .mutation(({ ctx, input }) => cancelJob(ctx.db, { ...input, agent: ctx.agent })),
 });

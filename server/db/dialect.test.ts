@@ -1,0 +1,126 @@
+// The dialect's contract on both databases: what it renders runs, the clock is the database's,
+// locks hold, and each provider hands out its own implementation of what differs beyond SQL.
+import { randomUUID } from "node:crypto";
+import { expect, it } from "vitest";
+import { inTransaction, openCatalog } from "./client.ts";
+import { dialectOf } from "./dialect.ts";
+import { getHealth } from "./health.ts";
+import { acquireFor, makeAgent, publishClean, scenario } from "../testing/lineage.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
+
+describeEachDatabase("dialect", (catalog, kind) => {
+  it("is chosen once by openCatalog and reached from the client and from its transactions", async () => {
+    const { db, dialect } = catalog();
+    expect(dialect.kind).toBe(kind);
+    expect(dialect.prismaProvider).toBe(kind === "postgres" ? "postgresql" : "sqlite");
+    expect(dialectOf(db)).toBe(dialect);
+    await inTransaction(db, async (tx) => {
+      expect(dialectOf(tx)).toBe(dialect);
+      // A nested call reuses the caller's transaction and its dialect.
+      await inTransaction(tx, async (inner) => expect(dialectOf(inner)).toBe(dialect));
+    });
+    // A transaction Prisma opened without inTransaction carries none: a clear error, not a guess.
+    await db.$transaction(async (tx) => {
+      expect(() => dialectOf(tx)).toThrow(/no dialect/);
+    });
+    expect((await getHealth(db)).database).toBe(kind);
+  });
+
+  it("renders placeholders, lists, lock clauses and index hints that run", async () => {
+    const { db, dialect } = catalog();
+    expect(dialect.p(2)).toBe(kind === "postgres" ? "$2" : "?");
+    expect(dialect.list(3, 2)).toBe(kind === "postgres" ? "($2, $3, $4)" : "(?, ?, ?)");
+    expect(dialect.lock("update skip locked")).toBe(kind === "postgres" ? " FOR UPDATE SKIP LOCKED" : "");
+    expect(dialect.indexedBy("layers_parent_uuid_idx")).toBe(kind === "postgres" ? "" : " INDEXED BY layers_parent_uuid_idx");
+    const { scope: agent } = await makeAgent(db);
+    const baseline = await publishClean(db, agent, scenario(), "main@1", null);
+    const id = baseline.snapshot.id;
+    await inTransaction(db, async (tx) => {
+      for (const mode of ["update", "share", "update skip locked"] as const) {
+        const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+          `SELECT id FROM snapshots WHERE id IN ${dialect.list(2)}${dialect.lock(mode)}`,
+          id,
+          "missing",
+        );
+        expect(rows.map((r) => r.id)).toEqual([id]);
+      }
+      const layers = await tx.$queryRawUnsafe<unknown[]>(
+        `SELECT uuid FROM layers${dialect.indexedBy("layers_parent_uuid_idx")} WHERE parent_uuid = ${dialect.p(1)}`,
+        "none",
+      );
+      expect(layers).toEqual([]);
+    });
+  });
+
+  it("reads the database's clock, fixed for a transaction on PostgreSQL", async () => {
+    const { db, dialect } = catalog();
+    const now = await dialect.now(db);
+    expect(Math.abs(now.getTime() - Date.now())).toBeLessThan(5_000);
+    await inTransaction(db, async (tx) => {
+      const first = await dialect.transactionNow(tx);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const second = await dialect.transactionNow(tx);
+      const clock = await dialect.now(tx);
+      if (kind === "postgres") expect(second).toEqual(first);
+      else expect(second.getTime()).toBeGreaterThan(first.getTime());
+      expect(clock.getTime()).toBeGreaterThan(first.getTime());
+    });
+  });
+
+  it("locks a row until the transaction ends (PostgreSQL), and reads it on both", async () => {
+    const { db, dialect } = catalog();
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    await publishClean(db, agent, s, "main@1", null);
+    const plan = await acquireFor(db, agent, s);
+    await inTransaction(db, async (tx) => {
+      const row = await dialect.lockRow<{ id: string }>(tx, "restores", plan.restoreId, "id");
+      expect(row).toEqual({ id: plan.restoreId });
+      expect(await dialect.lockRow(tx, "lineages", randomUUID(), "state")).toBeNull();
+      if (kind === "postgres") {
+        // Another connection cannot take the lock while this transaction holds it.
+        const other = openCatalog(catalog().url, { poolSize: 1 });
+        try {
+          await expect(
+            other.db.$queryRawUnsafe(`SELECT id FROM restores WHERE id = $1 FOR UPDATE NOWAIT`, plan.restoreId),
+          ).rejects.toThrow(/could not obtain lock|55P03/);
+        } finally {
+          await other.close();
+        }
+      }
+    });
+  });
+
+  it("reads blob chunks as text and decodes them to the stored bytes", async () => {
+    const { db, dialect } = catalog();
+    const bytes = Buffer.from([0, 1, 2, 250, 255, 10, 13]);
+    const blob = await db.blob.create({ data: { digest: "d".repeat(64), state: "uploading", storedAt: new Date() } });
+    await db.blobChunk.create({ data: { blobId: blob.id, seq: 0, data: bytes } });
+    const [row] = await db.$queryRawUnsafe<{ text: string }[]>(dialect.chunkText.select, blob.id, 0);
+    expect(dialect.chunkText.decode(row!.text)).toEqual(bytes);
+    await db.blob.delete({ where: { id: blob.id } });
+  });
+
+  it("lists the catalog's tables", async () => {
+    const { db, dialect } = catalog();
+    expect(await dialect.tableNames(db)).toEqual(expect.arrayContaining(["snapshots", "layers", "jobs", "restores"]));
+  });
+
+  it("hands out the provider's implementation: the pg pool acquire path and pg-boss on PostgreSQL only", async () => {
+    const { db, dialect } = catalog();
+    const chosen = dialect.choose({ sqlite: () => "table delivery", postgres: (pool) => (pool ? "pg-boss" : "none") });
+    expect(chosen).toBe(kind === "postgres" ? "pg-boss" : "table delivery");
+    // The acquire fast path runs on the client's pool; inside a transaction it would escape it.
+    expect(dialect.hotPathPool(db) !== null).toBe(kind === "postgres");
+    await inTransaction(db, async (tx) => expect(dialect.hotPathPool(tx)).toBeNull());
+    // Both paths decide the same: an acquire on the client and one inside a transaction.
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    const baseline = await publishClean(db, agent, s, "main@1", null);
+    const onClient = await acquireFor(db, agent, s);
+    const inTx = await inTransaction(db, (tx) => acquireFor(tx, agent, s));
+    expect(onClient.snapshot?.id).toBe(baseline.snapshot.id);
+    expect(inTx.snapshot?.id).toBe(baseline.snapshot.id);
+    expect(inTx.rung).toBe(onClient.rung);
+  });
+});

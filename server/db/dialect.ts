@@ -1,0 +1,178 @@
+// Every difference between the two catalog databases, in one object per provider (pg-boss v12's
+// src/dialect.ts is the model): the only place a reader looks to learn how SQLite and PostgreSQL
+// differ here. openCatalog chooses the dialect once from the URL; any handle of that catalog, the
+// client or a transaction opened by inTransaction, finds it with dialectOf. Nothing reads Prisma's
+// private fields, and no service takes a database kind.
+//
+// SQLite needs no row locks: each of its transactions holds the database write lock
+// (server/db/sqlite-serial.ts).
+import type pg from "pg";
+import type { Db } from "./client.ts";
+
+export type DatabaseKind = "sqlite" | "postgres";
+type LockMode = "update" | "share" | "update skip locked";
+
+export interface Dialect {
+  /** For reports (health, logs) and for choosing a migrations folder; code asks the methods below. */
+  readonly kind: DatabaseKind;
+  /** The provider name Prisma and better-auth's Prisma adapter use. */
+  readonly prismaProvider: "postgresql" | "sqlite";
+  /** `$n` on PostgreSQL, `?` on SQLite, for the n-th (1-based) parameter. */
+  p(n: number): string;
+  /** A parenthesized list of `count` placeholders starting at parameter `from`. */
+  list(count: number, from?: number): string;
+  /** A row-lock suffix (PostgreSQL) or nothing (SQLite). */
+  lock(mode: LockMode): string;
+  /**
+   * SQLite's planner has no statistics and picks `layers_state_idx` for "state = 'available'"
+   * over the far more selective index a query is written for, which turns a probe into a scan.
+   * `INDEXED BY` pins the index there; PostgreSQL's planner needs no help.
+   */
+  indexedBy(index: string): string;
+  /** The database's clock, which every process sharing the catalog agrees on. */
+  now(db: Db): Promise<Date>;
+  /** The clock inside a transaction: its start on PostgreSQL (as pg-boss uses), the statement's on SQLite. */
+  transactionNow(db: Db): Promise<Date>;
+  /**
+   * Reads one row by id, locked until the transaction ends (`FOR UPDATE` / `FOR SHARE` on
+   * PostgreSQL); null when there is no such row. `columns` is SQL, written by the caller.
+   */
+  lockRow<T extends object>(tx: Db, table: LockableTable, id: string, columns: string, mode?: "update" | "share"): Promise<T | null>;
+  /** A blob chunk's bytes as text (the adapters turn bytea/blob into arrays of numbers), and back. */
+  readonly chunkText: { select: string; decode(text: string): Buffer };
+  /**
+   * A SELECT of the distinct digests (column `digest`) listed in live snapshots' metadata
+   * `manifest.blobDigests` that are among the placeholders `digests` (from dialect.list).
+   */
+  listedBlobDigests(digests: string): string;
+  /** The catalog's own tables (not the provider's), by name. */
+  tableNames(db: Db): Promise<string[]>;
+  /**
+   * The pg pool of a PostgreSQL catalog client, for the hot paths that skip Prisma; null on
+   * SQLite and for a transaction (a hot path on the pool would escape the caller's transaction).
+   */
+  hotPathPool(db: Db): pg.Pool | null;
+  /**
+   * The provider's own implementation of something that differs beyond SQL text (the job
+   * queue): both must be given, so neither provider can be forgotten.
+   */
+  choose<T>(implementations: { sqlite: () => T; postgres: (pool: pg.Pool) => T }): T;
+}
+
+/** The tables whose rows a transaction locks one by one. */
+type LockableTable = "snapshots" | "lineages" | "restores";
+
+function placeholders(p: (n: number) => string) {
+  return (count: number, from = 1) => `(${Array.from({ length: count }, (_, i) => p(from + i)).join(", ")})`;
+}
+
+function isTransaction(db: Db): boolean {
+  return !("$transaction" in db);
+}
+
+export function sqliteDialect(): Dialect {
+  const p = () => "?";
+  const clock = async (db: Db) => {
+    const [row] = await db.$queryRawUnsafe<{ now: string }[]>("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now");
+    return new Date(row!.now);
+  };
+  return {
+    kind: "sqlite",
+    prismaProvider: "sqlite",
+    p,
+    list: placeholders(p),
+    lock: () => "",
+    indexedBy: (index) => ` INDEXED BY ${index}`,
+    now: clock,
+    transactionNow: clock,
+    async lockRow<T extends object>(tx: Db, table: LockableTable, id: string, columns: string) {
+      const rows = await tx.$queryRawUnsafe<T[]>(`SELECT ${columns} FROM ${table} WHERE id = ?`, id);
+      return rows[0] ?? null;
+    },
+    chunkText: {
+      select: `SELECT hex(data) AS text FROM blob_chunks WHERE blob_id = ? AND seq = ?`,
+      decode: (text) => Buffer.from(text, "hex"),
+    },
+    listedBlobDigests: (digests) =>
+      `SELECT DISTINCT e.value AS digest FROM snapshots s, json_each(s.metadata, '$.manifest.blobDigests') e ` +
+      `WHERE s.metadata IS NOT NULL AND json_valid(s.metadata) AND s.state <> 'deleted' AND e.value IN ${digests}`,
+    async tableNames(db) {
+      const rows = await db.$queryRawUnsafe<{ name: string }[]>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      );
+      return rows.map((r) => r.name);
+    },
+    hotPathPool: () => null,
+    choose: (implementations) => implementations.sqlite(),
+  };
+}
+
+export function postgresDialect(pool: pg.Pool): Dialect {
+  const p = (n: number) => `$${n}`;
+  const lock = (mode: LockMode) => ` FOR ${mode.toUpperCase()}`;
+  const clock = (sql: string) => async (db: Db) => {
+    const [row] = await db.$queryRawUnsafe<{ now: Date }[]>(sql);
+    return new Date(row!.now);
+  };
+  return {
+    kind: "postgres",
+    prismaProvider: "postgresql",
+    p,
+    list: placeholders(p),
+    lock,
+    indexedBy: () => "",
+    now: clock("SELECT clock_timestamp() AS now"),
+    transactionNow: clock("SELECT now() AS now"),
+    async lockRow<T extends object>(tx: Db, table: LockableTable, id: string, columns: string, mode: "update" | "share" = "update") {
+      const rows = await tx.$queryRawUnsafe<T[]>(`SELECT ${columns} FROM ${table} WHERE id = $1${lock(mode)}`, id);
+      return rows[0] ?? null;
+    },
+    chunkText: {
+      select: `SELECT encode(data, 'base64') AS text FROM blob_chunks WHERE blob_id = $1 AND seq = $2`,
+      decode: (text) => Buffer.from(text, "base64"),
+    },
+    listedBlobDigests: (digests) =>
+      `SELECT DISTINCT e.value AS digest FROM snapshots s CROSS JOIN LATERAL jsonb_array_elements_text(` +
+      `CASE WHEN jsonb_typeof(s.metadata -> 'manifest' -> 'blobDigests') = 'array' ` +
+      `THEN s.metadata -> 'manifest' -> 'blobDigests' ELSE '[]'::jsonb END) AS e(value) ` +
+      `WHERE s.metadata IS NOT NULL AND s.state <> 'deleted' AND e.value IN ${digests}`,
+    async tableNames(db) {
+      const rows = await db.$queryRawUnsafe<{ name: string }[]>(
+        "SELECT tablename::text AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename",
+      );
+      return rows.map((r) => r.name);
+    },
+    hotPathPool: (db) => (isTransaction(db) ? null : pool),
+    choose: (implementations) => implementations.postgres(pool),
+  };
+}
+
+/**
+ * The dialect of each open catalog client and of each transaction opened on one. A WeakMap, not
+ * a Prisma client extension: an extended client has another type than PrismaClient and
+ * Prisma.TransactionClient, which every service is typed against.
+ */
+const dialects = new WeakMap<object, Dialect>();
+
+/** Records a handle's dialect: openCatalog for a client, inTransaction for each transaction. */
+export function bindDialect(db: Db, dialect: Dialect): void {
+  dialects.set(db, dialect);
+}
+
+/** The dialect of a catalog client or of a transaction opened on one with inTransaction. */
+export function dialectOf(db: Db): Dialect {
+  const dialect = dialects.get(db);
+  if (!dialect) {
+    throw new Error(
+      "This database handle has no dialect: open catalogs with openCatalog and transactions with inTransaction.",
+    );
+  }
+  return dialect;
+}
+
+/** The kind of catalog a URL names. */
+export function kindOfUrl(url: string): DatabaseKind {
+  if (url.startsWith("file:")) return "sqlite";
+  if (/^postgres(ql)?:\/\//.test(url)) return "postgres";
+  throw new Error("DATABASE_URL must start with file: or postgresql://");
+}
