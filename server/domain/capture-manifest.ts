@@ -3,7 +3,7 @@
 // the catalog row keeps the short form (`Manifest` in manifest.ts) and the digest.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { blobDigestSchema } from "./manifest.ts";
+import { blobDigestSchema } from "./content.ts";
 import { objectIdSchema } from "./snapshot-keys.ts";
 
 const OMISSION_REASONS = [

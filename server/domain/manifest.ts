@@ -2,13 +2,8 @@
 // and the digests of the blobs it consists of. The bytes themselves live elsewhere.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { blobDigestSchema } from "./content.ts";
 import { objectIdSchema } from "./snapshot-keys.ts";
-
-export const blobDigestSchema = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .regex(/^[0-9a-f]{64}$/, "expected a sha256 hex digest");
 
 export const manifestSchema = z.strictObject({
   /** The git tree id of the captured worktree (what a restore is verified against). */

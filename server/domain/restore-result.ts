@@ -2,7 +2,7 @@
 // person should take. Workers store it on the restore row (restores.result) and pass it to
 // workspace.reportRestore; the dashboard reads it (restore-notice.ts). Plain data, no I/O.
 import { z } from "zod";
-import { blobDigestSchema } from "./manifest.ts";
+import { blobDigestSchema } from "./content.ts";
 import { objectIdSchema } from "./snapshot-keys.ts";
 
 /** The failures the degraded ladder answers; anything else is not about the snapshot's content. */
