@@ -2,11 +2,11 @@
 // The signed-in user, for pages that show or hide actions by role. Hiding is only a courtesy:
 // every mutation checks the role again on the server.
 import { createContext, useContext, type ReactNode } from "react";
+import { roleMay, type StaffAction, type UserRole } from "../server/domain/scope.ts";
 
-type ViewerRole = "operator" | "support" | "admin";
 export interface Viewer {
   email: string;
-  role: ViewerRole;
+  role: UserRole;
 }
 
 const ViewerContext = createContext<Viewer | null>(null);
@@ -19,11 +19,8 @@ function useViewer(): Viewer | null {
   return useContext(ViewerContext);
 }
 
-/** Operators and admins retire; support and admins discard; admins run collection. */
-export function useCan(action: "retire" | "discard" | "collect"): boolean {
+/** Whether the viewer's role may do `action` (ROLES in server/domain/scope.ts). */
+export function useCan(action: StaffAction): boolean {
   const role = useViewer()?.role;
-  if (!role) return false;
-  if (action === "retire") return role === "operator" || role === "admin";
-  if (action === "discard") return role === "support" || role === "admin";
-  return role === "admin";
+  return role ? roleMay(role, action) : false;
 }

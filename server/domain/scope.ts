@@ -8,6 +8,26 @@ export type AgentScope = { readonly agentId: string; readonly agentName: string 
 export type UserRole = "operator" | "support" | "admin";
 export const USER_ROLES: readonly UserRole[] = ["operator", "support", "admin"];
 
+/**
+ * The roles each dashboard action needs. The server checks them on every call (the procedures
+ * of server/trpc/init.ts); pages only hide what the viewer's role may not do (components/viewer.tsx).
+ */
+export const ROLES = {
+  /** Read the dashboard's pages. */
+  view: USER_ROLES,
+  /** Preview and retire snapshots and lineages. */
+  retire: ["operator", "admin"],
+  /** Discard a degraded or unrestored restore from the queue. */
+  discard: ["support", "admin"],
+  /** Run and inspect garbage collection. */
+  collect: ["admin"],
+} as const satisfies Record<string, readonly UserRole[]>;
+export type StaffAction = keyof typeof ROLES;
+
+export function roleMay(role: UserRole, action: StaffAction): boolean {
+  return (ROLES[action] as readonly UserRole[]).includes(role);
+}
+
 declare const userBrand: unique symbol;
 export type UserScope = { readonly userId: string; readonly email: string; readonly role: UserRole } & {
   readonly [userBrand]: true;

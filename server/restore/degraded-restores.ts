@@ -13,7 +13,7 @@ import { dialectOf } from "../db/dialect.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import { describeRestoreResult } from "../domain/restore-notice.ts";
-import type { UserRole, UserScope } from "../domain/scope.ts";
+import { ROLES, roleMay, type UserScope } from "../domain/scope.ts";
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { recordAuditEvent } from "../audit/record-audit-event.ts";
 import { dbNow } from "../db/sql.ts";
@@ -23,9 +23,6 @@ import { clientFields } from "../domain/client-fields.ts";
 /** Outcomes that put a restore in the queue. */
 const NOTICE_OUTCOMES = ["degraded", "unrestored"] as const;
 type NoticeOutcome = (typeof NOTICE_OUTCOMES)[number];
-
-/** Who may discard a degraded restore. */
-export const DISCARD_ROLES: readonly UserRole[] = ["support", "admin"];
 
 export const listDegradedRestoresInput = z.strictObject({
   /** open: still in the queue; discarded: already handled. */
@@ -153,8 +150,8 @@ export async function discardDegraded(
   opts: DiscardDegradedInput & { user: UserScope },
 ): Promise<DiscardDegradedResult> {
   const input = discardDegradedInput.parse(clientFields(opts, "user"));
-  if (!DISCARD_ROLES.includes(opts.user.role)) {
-    throw new StrataError("FORBIDDEN", "Discarding a degraded restore needs the support or admin role.");
+  if (!roleMay(opts.user.role, "discard")) {
+    throw new StrataError("FORBIDDEN", `Discarding a degraded restore needs the ${ROLES.discard.join(" or ")} role.`);
   }
   return inTransaction(db, async (tx) => {
     await lockRestoreRow(tx, input.restoreId);

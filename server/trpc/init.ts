@@ -6,7 +6,7 @@ import superjson from "superjson";
 import { ZodError, type z } from "zod";
 import { getCatalog, type Db } from "../db/catalog.ts";
 import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
-import type { UserRole, UserScope } from "../domain/scope.ts";
+import { ROLES, roleMay, type StaffAction, type UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
 import { getAuth, sessionUser } from "../auth/dashboard-auth.ts";
 import { assertSafeInput, describeZodIssues, invalidInput } from "./input-boundary.ts";
@@ -170,13 +170,22 @@ export const agentProcedure = publicProcedure.use(async ({ ctx, next }) => {
   return next({ ctx: { ...ctx, agent } });
 });
 
-/** Procedures for signed-in dashboard users with one of the given roles. Agent tokens never pass. */
-export function staffProcedure(roles: readonly UserRole[]) {
+/** Procedures for signed-in dashboard users whose role may do `action`. Agent tokens never pass. */
+function roleProcedure(action: StaffAction) {
   return publicProcedure.use(async ({ ctx, next }) => {
     if (!ctx.user) throw new StrataError("UNAUTHORIZED", "Sign in to the dashboard first.");
-    if (!roles.includes(ctx.user.role)) {
-      throw new StrataError("FORBIDDEN", `This action needs the ${roles.join(" or ")} role.`);
+    if (!roleMay(ctx.user.role, action)) {
+      throw new StrataError("FORBIDDEN", `This action needs the ${ROLES[action].join(" or ")} role.`);
     }
     return next({ ctx: { ...ctx, user: ctx.user } });
   });
 }
+
+/** Dashboard reads: every signed-in role. */
+export const staffProcedure = roleProcedure("view");
+/** Retirement: operators and admins. */
+export const retireProcedure = roleProcedure("retire");
+/** Discarding degraded restores: support and admins. */
+export const discardProcedure = roleProcedure("discard");
+/** Garbage collection: admins. */
+export const collectProcedure = roleProcedure("collect");

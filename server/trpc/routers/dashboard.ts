@@ -13,12 +13,12 @@ import {
   retireSnapshotByUserInput,
 } from "../../dashboard/retirement-preview.ts";
 import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
-import { router, staffProcedure } from "../init.ts";
-
-const staff = staffProcedure(["operator", "support", "admin"]);
-/** Operators browse and retire; admins do everything. */
-const retirer = staffProcedure(["operator", "admin"]);
-const admin = staffProcedure(["admin"]);
+import {
+  collectProcedure as admin,
+  retireProcedure as retirer,
+  router,
+  staffProcedure as staff,
+} from "../init.ts";
 
 // The operator dashboard. Reads for every signed-in role; each mutation names its roles here,
 // on the server, whatever the pages show.

@@ -2,9 +2,7 @@ import { z } from "zod";
 import { collectionRunSchema, collectResultSchema, headReleaseTallySchema } from "../../domain/content-views.ts";
 import { collectGarbage, listCollectionRuns } from "../../gc/collect-garbage.ts";
 import { releaseRetiredHeads } from "../../lineage/retirement.ts";
-import { router, staffProcedure } from "../init.ts";
-
-const admin = staffProcedure(["admin"]);
+import { collectProcedure as admin, router } from "../init.ts";
 
 // Garbage collection for admins. The worker calls the services directly on its schedule.
 export const gcRouter = router({

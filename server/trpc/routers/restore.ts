@@ -1,15 +1,11 @@
 import { z } from "zod";
 import {
-  DISCARD_ROLES,
   discardDegraded,
   discardDegradedInput,
   listDegradedRestores,
   listDegradedRestoresInput,
 } from "../../restore/degraded-restores.ts";
-import { router, staffProcedure } from "../init.ts";
-
-const staff = staffProcedure(["operator", "support", "admin"]);
-const discarder = staffProcedure(DISCARD_ROLES);
+import { discardProcedure as discarder, router, staffProcedure as staff } from "../init.ts";
 
 const restoreTargetSchema = z.object({
   workspace: z.string(),
