@@ -102,6 +102,8 @@ export default tseslint.config(
       "boundaries/elements": elements,
       "boundaries/include": ["app/**", "components/**", "cli/**", "server/**"],
       "boundaries/ignore": ["server/db/generated/**"],
+      // Resolves tsconfig.json's `~/` alias, so `~/server/...` imports are classified too.
+      "import/resolver": { typescript: true },
     },
     rules: {
       "boundaries/dependencies": [

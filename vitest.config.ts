@@ -1,6 +1,8 @@
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  // The `~/` alias of tsconfig.json (app/ and components/ import the server and each other by it).
+  resolve: { tsconfigPaths: true },
   test: {
     include: ["**/*.test.ts"],
     exclude: ["node_modules/**", ".next/**", "e2e/**"],

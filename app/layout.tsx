@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import type { ReactNode } from "react";
-import { Providers } from "../components/trpc.tsx";
+import { Providers } from "~/components/trpc.tsx";
 import "./globals.css";
 
 export const metadata: Metadata = {

@@ -5,7 +5,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
-import type { AppRouter } from "../server/trpc/root.ts";
+import type { AppRouter } from "~/server/trpc/root.ts";
 import { Dialog } from "./dialog.tsx";
 import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 import { useTRPC } from "./trpc.tsx";

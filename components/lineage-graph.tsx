@@ -16,7 +16,7 @@ import {
   type ReactFlowInstance,
 } from "@xyflow/react";
 import { memo, useEffect, useMemo, useRef, useState } from "react";
-import type { CollapsedGroup, GraphNode, ViewGraph } from "../server/domain/lineage-graph.ts";
+import type { CollapsedGroup, GraphNode, ViewGraph } from "~/server/domain/lineage-graph.ts";
 import { layoutGraphAsync } from "./graph-layout-async.ts";
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type Positioned } from "./graph-layout.ts";
 

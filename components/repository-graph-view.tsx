@@ -5,7 +5,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useCallback, useMemo, useState } from "react";
-import { collapseChains, filterGraph, type GraphFilter } from "../server/domain/lineage-graph.ts";
+import { collapseChains, filterGraph, type GraphFilter } from "~/server/domain/lineage-graph.ts";
 import { LineageGraph, nodeLabel } from "./lineage-graph.tsx";
 import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 import { RetireDialog } from "./retire-dialog.tsx";

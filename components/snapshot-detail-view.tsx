@@ -5,7 +5,7 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState, type ReactNode } from "react";
 import type { inferRouterOutputs } from "@trpc/server";
-import type { AppRouter } from "../server/trpc/root.ts";
+import type { AppRouter } from "~/server/trpc/root.ts";
 import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
 import { RetireDialog } from "./retire-dialog.tsx";
 import { PinHoldCells } from "./pin-cells.tsx";

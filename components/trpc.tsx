@@ -5,7 +5,7 @@ import { createTRPCClient, httpBatchLink } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState, type ReactNode } from "react";
 import superjson from "superjson";
-import type { AppRouter } from "../server/trpc/root.ts";
+import type { AppRouter } from "~/server/trpc/root.ts";
 
 const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
 export { useTRPC };

@@ -2,7 +2,7 @@
 // The signed-in user, for pages that show or hide actions by role. Hiding is only a courtesy:
 // every mutation checks the role again on the server.
 import { createContext, useContext, type ReactNode } from "react";
-import { roleMay, type StaffAction, type UserRole } from "../server/domain/scope.ts";
+import { roleMay, type StaffAction, type UserRole } from "~/server/domain/scope.ts";
 
 export interface Viewer {
   email: string;

@@ -17,6 +17,7 @@ describe("import boundaries", () => {
     ["server/trpc/routers/example.ts", importing("../../db/client.ts")],
     ["server/trpc/routers/example.ts", importing("@prisma/client")],
     ["components/example.tsx", importing("../server/db/client.ts")],
+    ["components/example.tsx", importing("~/server/db/client.ts")],
     ["components/example.tsx", importing("pg")],
   ])("%s may not import the database (%#)", async (file, code) => {
     expect(await ruleIds(code, file)).toContain("no-restricted-imports");
@@ -25,6 +26,8 @@ describe("import boundaries", () => {
   it.each([
     ["a component importing a capability", "components/example.tsx", "../server/lineage/snapshots.ts"],
     ["a page importing a capability", "app/(dashboard)/example/page.tsx", "../../../server/content/pins.ts"],
+    ["a page importing a capability by the ~/ alias", "app/(dashboard)/example/page.tsx", "~/server/content/pins.ts"],
+    ["a component importing a capability by the ~/ alias", "components/example.tsx", "~/server/lineage/snapshots.ts"],
     ["a capability importing a router", "server/lineage/example.ts", "../trpc/root.ts"],
     ["a capability importing the worker", "server/restore/example.ts", "../jobs/worker.ts"],
     ["a cycle: content under lineage importing it back", "server/content/example.ts", "../lineage/snapshots.ts"],
@@ -42,6 +45,8 @@ describe("import boundaries", () => {
     ["a capability importing the database", "server/acquire/example.ts", "../db/client.ts"],
     ["a router importing a capability", "server/trpc/routers/example.ts", "../../lineage/snapshots.ts"],
     ["the CLI importing a capability", "cli/example.ts", "../server/capture/capture-publish.ts"],
+    ["a page importing a component by the ~/ alias", "app/(dashboard)/example/page.tsx", "~/components/nav.tsx"],
+    ["a component importing the domain by the ~/ alias", "components/example.tsx", "~/server/domain/scope.ts"],
     ["a test importing test support", "server/lineage/example.test.ts", "../testing/lineage.ts"],
   ])("allows %s", async (_what, file, target) => {
     const ids = await ruleIds(importing(target), file);

@@ -1,9 +1,9 @@
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
-import { Nav } from "../../components/nav.tsx";
-import { ViewerProvider } from "../../components/viewer.tsx";
-import { getAuth, sessionUser } from "../../server/auth/dashboard-auth.ts";
+import { Nav } from "~/components/nav.tsx";
+import { ViewerProvider } from "~/components/viewer.tsx";
+import { getAuth, sessionUser } from "~/server/auth/dashboard-auth.ts";
 
 export const dynamic = "force-dynamic";
 

@@ -1,7 +1,7 @@
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
-import { SignInForm } from "../../components/sign-in-form.tsx";
-import { getAuth, sessionUser } from "../../server/auth/dashboard-auth.ts";
+import { SignInForm } from "~/components/sign-in-form.tsx";
+import { getAuth, sessionUser } from "~/server/auth/dashboard-auth.ts";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Sign in · Strata" };

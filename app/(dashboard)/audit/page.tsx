@@ -1,4 +1,4 @@
-import { AuditLogView } from "../../../components/audit-log-view.tsx";
+import { AuditLogView } from "~/components/audit-log-view.tsx";
 
 export const metadata = { title: "Audit log · Strata" };
 

@@ -1,4 +1,4 @@
-import { DegradedRestoresView } from "../../../components/degraded-restores-view.tsx";
+import { DegradedRestoresView } from "~/components/degraded-restores-view.tsx";
 
 export const metadata = { title: "Degraded restores · Strata" };
 

@@ -1,4 +1,4 @@
-import { CollectionView } from "../../../components/collection-view.tsx";
+import { CollectionView } from "~/components/collection-view.tsx";
 
 export const metadata = { title: "Garbage collection · Strata" };
 

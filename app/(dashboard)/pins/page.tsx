@@ -1,4 +1,4 @@
-import { PinsView } from "../../../components/pins-view.tsx";
+import { PinsView } from "~/components/pins-view.tsx";
 
 export const metadata = { title: "Pins · Strata" };
 

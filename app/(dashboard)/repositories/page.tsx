@@ -1,4 +1,4 @@
-import { RepositoriesView } from "../../../components/repositories-view.tsx";
+import { RepositoriesView } from "~/components/repositories-view.tsx";
 
 export const metadata = { title: "Repositories · Strata" };
 

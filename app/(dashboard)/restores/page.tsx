@@ -1,4 +1,4 @@
-import { RestoresView } from "../../../components/restores-view.tsx";
+import { RestoresView } from "~/components/restores-view.tsx";
 
 export const metadata = { title: "Restores · Strata" };
 

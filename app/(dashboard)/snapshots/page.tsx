@@ -1,4 +1,4 @@
-import { SnapshotsView } from "../../../components/snapshots-view.tsx";
+import { SnapshotsView } from "~/components/snapshots-view.tsx";
 
 export const metadata = { title: "Snapshots · Strata" };
 

@@ -1,4 +1,4 @@
-import { RepositoryGraphView } from "../../../../components/repository-graph-view.tsx";
+import { RepositoryGraphView } from "~/components/repository-graph-view.tsx";
 
 export const metadata = { title: "Lineage graph · Strata" };
 

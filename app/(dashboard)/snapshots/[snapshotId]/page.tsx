@@ -1,4 +1,4 @@
-import { SnapshotDetailView } from "../../../../components/snapshot-detail-view.tsx";
+import { SnapshotDetailView } from "~/components/snapshot-detail-view.tsx";
 
 export const metadata = { title: "Snapshot · Strata" };
 

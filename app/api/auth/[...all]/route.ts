@@ -1,4 +1,4 @@
-import { getAuth } from "../../../../server/auth/dashboard-auth.ts";
+import { getAuth } from "~/server/auth/dashboard-auth.ts";
 
 export const dynamic = "force-dynamic";
 

@@ -1,5 +1,5 @@
-import { getCatalog } from "../../../../server/db/catalog.ts";
-import { handleBlobGet, handleBlobMethodNotAllowed, handleBlobPut } from "../../../../server/http/blob-routes.ts";
+import { getCatalog } from "~/server/db/catalog.ts";
+import { handleBlobGet, handleBlobMethodNotAllowed, handleBlobPut } from "~/server/http/blob-routes.ts";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,7 +1,7 @@
 // Every path under /api/trpc, /api/trpc itself included, reaches tRPC, so even a request that
 // names no procedure (or uses a method tRPC does not serve) gets a typed JSON error.
-import { handleTrpcRequest } from "../../../../server/trpc/http-handler.ts";
-import { createContext } from "../../../../server/trpc/init.ts";
+import { handleTrpcRequest } from "~/server/trpc/http-handler.ts";
+import { createContext } from "~/server/trpc/init.ts";
 
 export const dynamic = "force-dynamic";
 
