@@ -143,12 +143,12 @@ export function DegradedRestoresView() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [status, setStatus] = useState<"open" | "discarded">("open");
-  const query = useQuery(trpc.restore.degraded.queryOptions({ status }));
+  const query = useQuery(trpc.degradedRestore.list.queryOptions({ status }));
   const canDiscard = useCan("discard");
   const [discarding, setDiscarding] = useState<Item | null>(null);
   const [reason, setReason] = useState("");
   const [message, setMessage] = useState<string | null>(null);
-  const discard = useMutation(trpc.restore.discardDegraded.mutationOptions());
+  const discard = useMutation(trpc.degradedRestore.discard.mutationOptions());
 
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();

@@ -59,23 +59,23 @@ test("an operator cannot discard: no button, and the server refuses the call", a
   await expect(page.getByTestId("degraded-restore").first()).toBeVisible();
   await expect(page.getByRole("button", { name: "Discard…" })).toHaveCount(0);
 
-  const queue = await callTrpc(page, "restore.degraded", {}, "query");
+  const queue = await callTrpc(page, "degradedRestore.list", {}, "query");
   const open = (queue.result as QueueItem[])[0]!;
   expect(open.pin?.active).toBe(true);
   // Straight to the endpoint with the operator's session cookie.
   const refused = await callTrpc(
     page,
-    "restore.discardDegraded",
+    "degradedRestore.discard",
     { restoreId: open.id, reason: "not my call" },
     "mutation",
   );
   expect(refused.status).toBe(403);
   expect(refused.error?.data.strata?.code).toBe("FORBIDDEN");
 
-  const after = (await callTrpc(page, "restore.degraded", {}, "query")).result as QueueItem[];
+  const after = (await callTrpc(page, "degradedRestore.list", {}, "query")).result as QueueItem[];
   expect(after.find((r) => r.id === open.id)?.pin?.active).toBe(true);
   // No session at all: not even the queue.
-  expect((await request.get("/api/trpc/restore.degraded")).status()).toBe(401);
+  expect((await request.get("/api/trpc/degradedRestore.list")).status()).toBe(401);
 });
 
 test("an admin runs a collection from the collection page; it is listed and audited", async ({ page }) => {

@@ -49,6 +49,9 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     "dashboard.retirementPreview": (c) => c.dashboard.retirementPreview({ kind: "lineage", id: h.lineageA }),
     "dashboard.retireSnapshot": (c) => c.dashboard.retireSnapshot({ snapshotId: "no-such", reason: "probe only" }),
     "dashboard.retireLineage": (c) => c.dashboard.retireLineage({ lineageId: "no-such", reason: "probe only" }),
+    "degradedRestore.list": (c) => c.degradedRestore.list({}),
+    "degradedRestore.discard": (c) => c.degradedRestore.discard({ restoreId: "no-such", reason: "probe only" }),
+    // The old names, kept for one release, answer exactly as the new ones.
     "restore.degraded": (c) => c.restore.degraded({}),
     "restore.discardDegraded": (c) => c.restore.discardDegraded({ restoreId: "no-such", reason: "probe only" }),
   };
@@ -62,6 +65,8 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     "dashboard.retirementPreview": { operator: "ok", support: "FORBIDDEN", admin: "ok" },
     "dashboard.retireSnapshot": { operator: "NOT_FOUND", support: "FORBIDDEN", admin: "NOT_FOUND" },
     "dashboard.retireLineage": { operator: "NOT_FOUND", support: "FORBIDDEN", admin: "NOT_FOUND" },
+    "degradedRestore.list": { operator: "ok", support: "ok", admin: "ok" },
+    "degradedRestore.discard": { operator: "FORBIDDEN", support: "NOT_FOUND", admin: "NOT_FOUND" },
     "restore.degraded": { operator: "ok", support: "ok", admin: "ok" },
     "restore.discardDegraded": { operator: "FORBIDDEN", support: "NOT_FOUND", admin: "NOT_FOUND" },
   };
@@ -88,7 +93,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
   });
 
   it("an operator cannot discard a degraded restore: FORBIDDEN, and its pin stays", async () => {
-    const call = callerAs(users.operator).restore.discardDegraded({ restoreId: h.degradedRestoreId, reason: "try" });
+    const call = callerAs(users.operator).degradedRestore.discard({ restoreId: h.degradedRestoreId, reason: "try" });
     expect(await outcome(call)).toBe("FORBIDDEN");
     expect((await describePin(catalog().db, h.degradedPinId, { agentId: h.agent.scope.agentId })).active).toBe(true);
   });
@@ -109,7 +114,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     const db = catalog().db;
     const retired = await callerAs(users.operator).dashboard.retireLineage({ lineageId: h.lineageB, reason: "done" });
     expect(retired).toMatchObject({ alreadyRetired: false, retiredSnapshotIds: [h.bFirst] });
-    const discarded = await callerAs(users.support).restore.discardDegraded({
+    const discarded = await callerAs(users.support).degradedRestore.discard({
       restoreId: h.degradedRestoreId,
       reason: "worktree rebuilt",
     });

@@ -7,12 +7,11 @@ import { checkpointRouter } from "./routers/checkpoint.ts";
 import { workspaceRouter } from "./routers/workspace.ts";
 import { lineageRouter } from "./routers/lineage.ts";
 import { snapshotRouter } from "./routers/snapshot.ts";
-import { snapshotContentRouter } from "./routers/snapshot-content.ts";
 import { pinRouter } from "./routers/pin.ts";
 import { blobRouter } from "./routers/blob.ts";
 import { gcRouter } from "./routers/gc.ts";
 import { dashboardRouter } from "./routers/dashboard.ts";
-import { restoreRouter } from "./routers/restore.ts";
+import { degradedRestoreRouter, restoreAliasRouter } from "./routers/degraded-restore.ts";
 import { jobRouter } from "./routers/job.ts";
 
 export const appRouter = router({
@@ -22,17 +21,21 @@ export const appRouter = router({
   checkpoint: checkpointRouter,
   workspace: workspaceRouter,
   lineage: lineageRouter,
-  // get/list (lineage) and publish/delete (content) share the namespace.
-  snapshot: router({ ...snapshotRouter._def.record, ...snapshotContentRouter._def.record }),
+  snapshot: snapshotRouter,
   pin: pinRouter,
   blob: blobRouter,
   gc: gcRouter,
   dashboard: dashboardRouter,
-  restore: restoreRouter,
+  degradedRestore: degradedRestoreRouter,
+  /** Old names of degradedRestore.list and .discard, kept for one release (docs/api.md). */
+  restore: restoreAliasRouter,
   job: jobRouter,
 });
 
-const procedures = appRouter._def.procedures as unknown as Record<string, { _def: { inputs: z.ZodType[] } } | undefined>;
+const procedures = appRouter._def.procedures as unknown as Record<
+  string,
+  { _def: { inputs: z.ZodType[] } } | undefined
+>;
 registerInputSchemas((path) => procedures[path]?._def.inputs[0]);
 
 export type AppRouter = typeof appRouter;

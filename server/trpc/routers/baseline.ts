@@ -1,9 +1,4 @@
-import {
-  baselineHeadInput,
-  findBaselineHead,
-  publishBaseline,
-  publishBaselineInput,
-} from "../../lineage/baselines.ts";
+import { baselineHeadInput, findBaselineHead, publishBaseline, publishBaselineInput } from "../../lineage/baselines.ts";
 import { publishBaselineResultSchema, snapshotRefSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 

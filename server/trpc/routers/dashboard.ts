@@ -13,12 +13,7 @@ import {
   retireSnapshotByUserInput,
 } from "../../dashboard/retirement-preview.ts";
 import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
-import {
-  collectProcedure as admin,
-  retireProcedure as retirer,
-  router,
-  staffProcedure as staff,
-} from "../init.ts";
+import { collectProcedure as admin, retireProcedure as retirer, router, staffProcedure as staff } from "../init.ts";
 
 // The operator dashboard. Reads for every signed-in role; each mutation names its roles here,
 // on the server, whatever the pages show.
