@@ -103,6 +103,12 @@ async function fill(catalog: TestCatalog, shape: Shape): Promise<number> {
      FROM generate_series(0, ${L - 1}) l, generate_series(1, ${CHECKPOINTS_PER_LINEAGE}) s`,
   );
   await db.$executeRawUnsafe(`ANALYZE`);
+  // Write the fill out before measuring. From 100k rows the fill outgrows shared_buffers and
+  // leaves ~100 MB dirty in the OS page cache, which the kernel writes back in one burst 30 s
+  // later (vm.dirty_expire_centisecs): every commit's WAL fsync then waits 100-200 ms behind it.
+  // That burst landed in the paced run and was its whole p99 — a cost of loading the bench
+  // database in bulk, not of acquiring. A checkpoint writes and fsyncs it now, outside the runs.
+  await db.$executeRawUnsafe(`CHECKPOINT`);
   const rows = await db.$queryRawUnsafe<{ n: bigint | number }[]>(`SELECT count(*) AS n FROM snapshots`);
   return Number(rows[0]?.n ?? 0);
 }
