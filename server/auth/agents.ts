@@ -72,6 +72,7 @@ export async function revokeAgentTokens(db: Db, opts: { name: string; prefix?: s
     where: { agentId: agent.id, revokedAt: null, ...(opts.prefix ? { prefix: opts.prefix } : {}) },
     data: { revokedAt: new Date() },
   });
+  forgetVerifiedTokens(db);
   return result.count;
 }
 
@@ -87,13 +88,33 @@ export async function listAgents(db: Db) {
   });
 }
 
+// Tokens proven valid in the last VERIFIED_TOKEN_TTL_MS, per catalog client, by token hash. An
+// agent calls at every turn and each call looked its token up again: a Prisma query (compiled
+// per call) and a round trip before any work. Safe because only successes are kept, briefly:
+// a revocation through this process (revokeAgentTokens) empties the cache at once, and one made
+// elsewhere (another server, a disabled agent) takes effect within the TTL — as if it had
+// committed just after the requests already in flight. Keyed by client, so a token is never
+// taken for valid in a catalog that did not verify it.
+const VERIFIED_TOKEN_TTL_MS = 2_000;
+const VERIFIED_TOKENS_MAX = 10_000;
+const verifiedTokens = new WeakMap<object, Map<string, { agent: AgentScope; until: number }>>();
+
+/** Empties the verified-token cache of a catalog client (its tokens changed). */
+function forgetVerifiedTokens(db: Db): void {
+  verifiedTokens.delete(db);
+}
+
 /** Resolves an `Authorization: Bearer …` header to an agent, or null when it proves nothing. */
 export async function authenticateAgent(db: Db, authorization: string | null): Promise<AgentScope | null> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
   const token = match?.[1];
   if (!token || !token.startsWith(TOKEN_PREFIX)) return null;
+  const tokenHash = hashToken(token);
+  let verified = verifiedTokens.get(db);
+  const cached = verified?.get(tokenHash);
+  if (cached && cached.until > Date.now()) return cached.agent;
   const row = await db.agentToken.findUnique({
-    where: { tokenHash: hashToken(token) },
+    where: { tokenHash },
     select: {
       id: true,
       revokedAt: true,
@@ -106,5 +127,9 @@ export async function authenticateAgent(db: Db, authorization: string | null): P
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > 60_000) {
     await db.agentToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } }).catch(() => undefined);
   }
-  return trustAgent(row.agent.id, row.agent.name);
+  const agent = trustAgent(row.agent.id, row.agent.name);
+  if (!verified) verifiedTokens.set(db, (verified = new Map()));
+  if (verified.size >= VERIFIED_TOKENS_MAX) verified.clear();
+  verified.set(tokenHash, { agent, until: Date.now() + VERIFIED_TOKEN_TTL_MS });
+  return agent;
 }
