@@ -8,7 +8,9 @@ import {
   hashToken,
   listAgents,
   revokeAgentTokens,
+  VERIFIED_TOKEN_TTL_MS,
 } from "./agents.ts";
+import { openCatalog } from "../db/client.ts";
 import { uniqueName } from "../testing/lineage.ts";
 
 describeEachDatabase("agents and tokens", (catalog) => {
@@ -62,6 +64,22 @@ describeEachDatabase("agents and tokens", (catalog) => {
     const db = catalog().db;
     const issued = await createAgent(db, { name: uniqueName("disabled") });
     await db.agent.update({ where: { id: issued.agentId }, data: { disabledAt: new Date() } });
+    expect(await authenticateAgent(db, `Bearer ${issued.token}`)).toBeNull();
+  });
+
+  it("a token revoked by another process stops working within the verification window", async () => {
+    const db = catalog().db;
+    const issued = await createAgent(db, { name: uniqueName("revoked-elsewhere") });
+    expect(await authenticateAgent(db, `Bearer ${issued.token}`)).not.toBeNull();
+    // Another process (the CLI, another server) revokes it through its own handle.
+    const elsewhere = openCatalog(catalog().url);
+    try {
+      expect(await revokeAgentTokens(elsewhere.db, { name: issued.agentName })).toBe(1);
+      expect(await authenticateAgent(elsewhere.db, `Bearer ${issued.token}`)).toBeNull();
+    } finally {
+      await elsewhere.close();
+    }
+    await new Promise((resolve) => setTimeout(resolve, VERIFIED_TOKEN_TTL_MS + 100));
     expect(await authenticateAgent(db, `Bearer ${issued.token}`)).toBeNull();
   });
 });

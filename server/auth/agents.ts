@@ -95,7 +95,7 @@ export async function listAgents(db: Db) {
 // elsewhere (another server, a disabled agent) takes effect within the TTL — as if it had
 // committed just after the requests already in flight. Keyed by client, so a token is never
 // taken for valid in a catalog that did not verify it.
-const VERIFIED_TOKEN_TTL_MS = 2_000;
+export const VERIFIED_TOKEN_TTL_MS = 2_000;
 const VERIFIED_TOKENS_MAX = 10_000;
 const verifiedTokens = new WeakMap<object, Map<string, { agent: AgentScope; until: number }>>();
 
