@@ -4,7 +4,6 @@
 // extended framing, flipped bytes, swapped digests). Every refusal is a typed error whose exit
 // code is the documented one (17 a damaged file, 12 a record failing the security checks), and
 // nothing is stored: the content tables keep their row counts.
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createWriteStream, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -30,6 +29,7 @@ import { makeAgent, uniqueName, type TestAgent } from "../../server/testing/line
 import { publishCheckpointCapture } from "../../server/testing/restore.ts";
 import { EXIT } from "../output.ts";
 import { exitCodeFor, RESTORE_EXIT } from "./restore.ts";
+import { runStrata } from "../../server/testing/cli.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -368,7 +368,7 @@ describeEachDatabase("strata import of tampered files", (catalog, kind) => {
     const huge = join(dir, "huge.strata");
     applyMutation(valid, { kind: "field", path: ["snapshot", "sizeBytes"], value: "99999999999999999999" }, huge);
     const before = await counts(catalog().db);
-    const run = await strata(["import", huge, "--agent", importer.name, "--json"], env);
+    const run = await runStrata(["import", huge, "--agent", importer.name, "--json"], env);
     expect(run.code, run.stderr).toBe(RESTORE_EXIT.BAD_FILE);
     expect(JSON.parse(run.stdout)).toMatchObject({
       error: { code: "INVALID_INPUT", data: { field: "snapshot.sizeBytes" } },
@@ -386,13 +386,13 @@ describeEachDatabase("strata import of tampered files", (catalog, kind) => {
     const forged = { ...header, manifestBlob: digest, blobs: list };
     const unsafe = join(dir, "unsafe.strata");
     forge(unsafe, JSON.stringify(forged), blobs, list);
-    const refused = await strata(["import", unsafe, "--agent", importer.name, "--json"], env);
+    const refused = await runStrata(["import", unsafe, "--agent", importer.name, "--json"], env);
     expect(refused.code, refused.stderr).toBe(RESTORE_EXIT.INVALID_SNAPSHOT);
     expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: "INVALID_SNAPSHOT" } });
 
     const truncated = join(dir, "truncated.strata");
     writeFileSync(truncated, valid.subarray(0, valid.length - 10));
-    const short = await strata(["import", truncated, "--agent", importer.name], env);
+    const short = await runStrata(["import", truncated, "--agent", importer.name], env);
     expect(short.code).toBe(RESTORE_EXIT.BAD_FILE);
     expect(short.stderr).toMatch(/\[INVALID_INPUT\]/);
     expect(await counts(catalog().db)).toEqual(before);
@@ -408,27 +408,3 @@ describeEachDatabase("strata import of tampered files", (catalog, kind) => {
     expect(exitCodeFor(new StrataError("INVALID_SNAPSHOT", "x"), "import")).toBe(RESTORE_EXIT.INVALID_SNAPSHOT);
   });
 });
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function strata(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["cli/strata.mjs", ...args], {
-      env: { NODE_ENV: "test", PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
