@@ -9,6 +9,7 @@
 // Plain data and parsing helpers; no I/O.
 import { z } from "zod";
 import { blobDigestSchema, layerDescriptorSchema, layerUuidSchema } from "./content.ts";
+import { hasControlCharacter, textProblem } from "./text.ts";
 
 export const EXPORT_MAGIC = "strata-export 1";
 export const EXPORT_FORMAT_VERSION = 1;
@@ -26,13 +27,10 @@ export const END_LINE_BYTES = "end ".length + 64 + 1;
 // Everything in a header is from outside and goes into the catalog: every text is refused with
 // a NUL, another control character or half a UTF-16 surrogate pair (neither database stores
 // them), every number is bounded by its column, every list by a count.
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Whether a string can be stored as text on both databases (no NUL, no lone surrogate). */
 function isStorableText(value: string): boolean {
-  return !value.includes("\u0000") && !LONE_SURROGATE.test(value);
+  return textProblem(value) === null;
 }
 
 function text(min: number, max: number) {
@@ -40,8 +38,8 @@ function text(min: number, max: number) {
     .string()
     .min(min)
     .max(max)
-    .refine((v) => !CONTROL.test(v), "a control character")
-    .refine((v) => !LONE_SURROGATE.test(v), "half a surrogate pair");
+    .refine((v) => !hasControlCharacter(v), "a control character")
+    .refine(isStorableText, "half a surrogate pair");
 }
 
 const nullableText = text(1, 4096).nullable();

@@ -26,5 +26,10 @@ export function identifierText(opts: { max: number; min?: number }) {
     .trim()
     .min(opts.min ?? 1)
     .max(opts.max)
-    .refine((s) => !CONTROL.test(s), { message: "must not contain control characters" });
+    .refine((s) => !hasControlCharacter(s), { message: "must not contain control characters" });
+}
+
+/** Whether `text` holds a control character (C0, DEL or C1), which no identifier-like field holds. */
+export function hasControlCharacter(text: string): boolean {
+  return CONTROL.test(text);
 }
