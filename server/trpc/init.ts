@@ -9,7 +9,7 @@ import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
 import { ROLES, roleMay, type StaffAction, type UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
 import { getAuth, sessionUser } from "../auth/dashboard-auth.ts";
-import { assertSafeInput, describeZodIssues, invalidInput } from "./input-boundary.ts";
+import { assertSafeInput, describeZodIssues, invalidInput, markScanned } from "./input-boundary.ts";
 
 // 1. Context ----------------------------------------------------------------------------------
 
@@ -47,18 +47,34 @@ const transformer = {
     serialize: (value: unknown) => superjson.serialize(value),
     deserialize: (raw: unknown) => {
       const envelope = raw as Record<string, unknown> | null;
-      if (raw !== undefined && (typeof raw !== "object" || raw === null || Array.isArray(raw) || Object.keys(envelope ?? {}).some((k) => k !== "json" && k !== "meta"))) {
+      if (
+        raw !== undefined &&
+        (typeof raw !== "object" ||
+          raw === null ||
+          Array.isArray(raw) ||
+          Object.keys(envelope ?? {}).some((k) => k !== "json" && k !== "meta"))
+      ) {
         throw invalidInput([
-          { path: [], problem: "not_superjson", expected: '{"json": …}', message: 'The input must be superjson-encoded: {"json": …}.' },
+          {
+            path: [],
+            problem: "not_superjson",
+            expected: '{"json": …}',
+            message: 'The input must be superjson-encoded: {"json": …}.',
+          },
         ]);
       }
       assertSafeInput(raw);
       try {
-        return superjson.deserialize(raw as Parameters<typeof superjson.deserialize>[0]);
+        return markScanned(superjson.deserialize(raw as Parameters<typeof superjson.deserialize>[0]));
       } catch (error) {
         const reason = error instanceof Error ? error.message : "unreadable";
         throw invalidInput([
-          { path: ["meta"], problem: "invalid_meta", expected: "superjson meta", message: `meta is not valid superjson meta (${reason}).` },
+          {
+            path: ["meta"],
+            problem: "invalid_meta",
+            expected: "superjson meta",
+            message: `meta is not valid superjson meta (${reason}).`,
+          },
         ]);
       }
     },
@@ -79,7 +95,12 @@ function requestProblem(error: TRPCError, path: string | undefined): StrataError
     case "BAD_REQUEST":
     case "PAYLOAD_TOO_LARGE":
       return invalidInput([
-        { path: [], problem: "unreadable_request", expected: null, message: `The request could not be read: ${error.message}` },
+        {
+          path: [],
+          problem: "unreadable_request",
+          expected: null,
+          message: `The request could not be read: ${error.message}`,
+        },
       ]);
     case "METHOD_NOT_SUPPORTED":
       return new StrataError("METHOD_NOT_ALLOWED", `${error.message}.`.replace(/\.\.$/, "."), {
@@ -113,7 +134,9 @@ function toStrataError(error: TRPCError, path: string | undefined): StrataError 
   const cause = error.cause;
   if (cause instanceof StrataError) return cause;
   if (cause instanceof ZodError) {
-    return invalidInput(describeZodIssues(cause.issues, { procedure: path, schema: path ? inputSchemaOf(path) : undefined }));
+    return invalidInput(
+      describeZodIssues(cause.issues, { procedure: path, schema: path ? inputSchemaOf(path) : undefined }),
+    );
   }
   if (error.code !== "INTERNAL_SERVER_ERROR") return requestProblem(error, path);
   const requestId = randomUUID();

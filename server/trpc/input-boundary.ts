@@ -30,8 +30,19 @@ export function invalidInput(issues: InputIssue[]): StrataError {
   });
 }
 
+// Inputs already scanned in their raw form: over HTTP the transformer scans the JSON it is
+// handed and marks what superjson makes of it, so the procedure's boundary does not walk it again.
+const scanned = new WeakSet<object>();
+
+/** Marks the deserialized form of an input whose raw form was scanned; returns it. */
+export function markScanned<T>(value: T): T {
+  if (typeof value === "object" && value !== null) scanned.add(value);
+  return value;
+}
+
 /** Throws INVALID_INPUT when `raw` is too deep or too big, or holds text no field may hold. */
 export function assertSafeInput(raw: unknown): void {
+  if (typeof raw === "object" && raw !== null && scanned.has(raw)) return;
   const stack: { value: unknown; path: (string | number)[] }[] = [{ value: raw, path: [] }];
   let values = 0;
   const refuse = (path: (string | number)[], problem: string, expected: string, sentence: string): never => {
@@ -40,11 +51,21 @@ export function assertSafeInput(raw: unknown): void {
   while (stack.length > 0) {
     const { value, path } = stack.pop()!;
     if (++values > INPUT_LIMITS.values) {
-      refuse([], "too_many_values", `at most ${INPUT_LIMITS.values} values`, `holds more than ${INPUT_LIMITS.values} values`);
+      refuse(
+        [],
+        "too_many_values",
+        `at most ${INPUT_LIMITS.values} values`,
+        `holds more than ${INPUT_LIMITS.values} values`,
+      );
     }
     if (typeof value === "string") {
       if (value.length > INPUT_LIMITS.stringChars) {
-        refuse(path, "too_long", `at most ${INPUT_LIMITS.stringChars} characters`, `is longer than ${INPUT_LIMITS.stringChars} characters`);
+        refuse(
+          path,
+          "too_long",
+          `at most ${INPUT_LIMITS.stringChars} characters`,
+          `is longer than ${INPUT_LIMITS.stringChars} characters`,
+        );
       }
       const problem = textProblem(value);
       if (problem) refuse(path, problem, "text without NUL or unpaired surrogates", TEXT_PROBLEM_SENTENCES[problem]);
@@ -52,7 +73,12 @@ export function assertSafeInput(raw: unknown): void {
     }
     if (value === null || typeof value !== "object") continue;
     if (path.length >= INPUT_LIMITS.depth) {
-      refuse(path, "too_deep", `at most ${INPUT_LIMITS.depth} levels of nesting`, `is nested more than ${INPUT_LIMITS.depth} levels deep`);
+      refuse(
+        path,
+        "too_deep",
+        `at most ${INPUT_LIMITS.depth} levels of nesting`,
+        `is nested more than ${INPUT_LIMITS.depth} levels deep`,
+      );
     }
     if (Array.isArray(value)) {
       value.forEach((v, i) => stack.push({ value: v, path: [...path, i] }));
@@ -60,7 +86,13 @@ export function assertSafeInput(raw: unknown): void {
     }
     for (const [key, v] of Object.entries(value)) {
       const problem = textProblem(key);
-      if (problem) refuse(path, problem, "keys without NUL or unpaired surrogates", `has a key that ${TEXT_PROBLEM_SENTENCES[problem]}`);
+      if (problem)
+        refuse(
+          path,
+          problem,
+          "keys without NUL or unpaired surrogates",
+          `has a key that ${TEXT_PROBLEM_SENTENCES[problem]}`,
+        );
       stack.push({ value: v, path: [...path, key] });
     }
   }
