@@ -7,7 +7,6 @@ import type { Command } from "commander";
 import next from "next";
 import { describeDatabase, loadConfig, type Config } from "../../server/config/config.ts";
 import { openCatalog } from "../../server/db/client.ts";
-import { openJobQueue } from "../../server/jobs/job-queues.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "./migrate.ts";
@@ -50,17 +49,10 @@ async function buildApp(): Promise<void> {
   });
 }
 
-/**
- * Starts a worker inside this process for STRATA_HOST. Without it, PostgreSQL still gets pg-boss
- * installed, so the API can enqueue jobs for workers running elsewhere.
- */
+/** Starts a worker inside this process for STRATA_HOST. */
 async function startServeWorker(config: Config, enabled: boolean): Promise<WorkerProcess | null> {
+  if (!enabled) return null;
   const catalog = openCatalog(config.databaseUrl, { poolSize: 4 });
-  if (!enabled) {
-    await (await openJobQueue(catalog, { worker: true })).close();
-    await catalog.close();
-    return null;
-  }
   const worker = await startWorkerProcess({
     ...workerSettings(config),
     catalog,

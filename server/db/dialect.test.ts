@@ -106,10 +106,8 @@ describeEachDatabase("dialect", (catalog, kind) => {
     expect(await dialect.tableNames(db)).toEqual(expect.arrayContaining(["snapshots", "layers", "jobs", "restores"]));
   });
 
-  it("hands out the provider's implementation: the pg pool acquire path and pg-boss on PostgreSQL only", async () => {
+  it("hands out the pg pool for the acquire path on PostgreSQL only", async () => {
     const { db, dialect } = catalog();
-    const chosen = dialect.choose({ sqlite: () => "table delivery", postgres: (pool) => (pool ? "pg-boss" : "none") });
-    expect(chosen).toBe(kind === "postgres" ? "pg-boss" : "table delivery");
     // The acquire fast path runs on the client's pool; inside a transaction it would escape it.
     expect(dialect.hotPathPool(db) !== null).toBe(kind === "postgres");
     await inTransaction(db, async (tx) => expect(dialect.hotPathPool(tx)).toBeNull());

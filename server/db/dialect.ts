@@ -31,7 +31,7 @@ export interface Dialect {
   indexedBy(index: string): string;
   /** The database's clock, which every process sharing the catalog agrees on. */
   now(db: Db): Promise<Date>;
-  /** The clock inside a transaction: its start on PostgreSQL (as pg-boss uses), the statement's on SQLite. */
+  /** The clock inside a transaction: its start on PostgreSQL (as a queue's leases need), the statement's on SQLite. */
   transactionNow(db: Db): Promise<Date>;
   /**
    * Reads one row by id, locked until the transaction ends (`FOR UPDATE` / `FOR SHARE` on
@@ -52,11 +52,6 @@ export interface Dialect {
    * SQLite and for a transaction (a hot path on the pool would escape the caller's transaction).
    */
   hotPathPool(db: Db): pg.Pool | null;
-  /**
-   * The provider's own implementation of something that differs beyond SQL text (the job
-   * queue): both must be given, so neither provider can be forgotten.
-   */
-  choose<T>(implementations: { sqlite: () => T; postgres: (pool: pg.Pool) => T }): T;
 }
 
 /** The tables whose rows a transaction locks one by one. */
@@ -103,7 +98,6 @@ export function sqliteDialect(): Dialect {
       return rows.map((r) => r.name);
     },
     hotPathPool: () => null,
-    choose: (implementations) => implementations.sqlite(),
   };
 }
 
@@ -143,7 +137,6 @@ export function postgresDialect(pool: pg.Pool): Dialect {
       return rows.map((r) => r.name);
     },
     hotPathPool: (db) => (isTransaction(db) ? null : pool),
-    choose: (implementations) => implementations.postgres(pool),
   };
 }
 

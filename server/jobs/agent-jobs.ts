@@ -14,8 +14,7 @@ import {
 } from "../domain/jobs.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import type { RestorePlan } from "../domain/views.ts";
-import { jobQueueFor } from "./job-queues.ts";
-import type { JobQueue } from "./queue.ts";
+import { JobQueue } from "./queue.ts";
 import { acquireWorkspace, acquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
 import { clientFields } from "../domain/client-fields.ts";
 
@@ -28,7 +27,7 @@ const queues = new WeakMap<object, JobQueue>();
 function queueOf(db: Db): JobQueue {
   let queue = queues.get(db);
   if (!queue) {
-    queue = jobQueueFor(db, { leaseSeconds: loadConfig().jobLeaseSeconds });
+    queue = new JobQueue(db, { leaseSeconds: loadConfig().jobLeaseSeconds });
     queues.set(db, queue);
   }
   return queue;

@@ -1,17 +1,16 @@
-// The job queue: one adapter over the `jobs` table with a delivery per database.
-//
-//   SQLite     the table is the queue: a worker claims the oldest runnable row with a
-//              conditional update (one machine; the database file serializes writers).
-//   PostgreSQL pg-boss (schema `pgboss`, same database) delivers: it queues per host, hands a
-//              job to one worker (SKIP LOCKED), retries and expires dead claims. The jobs row is
-//              written in the same transaction as every pg-boss step and keeps what pg-boss has
-//              no place for: the agent, the claim fence, progress, memo and outcome.
+// The job queue: the `jobs` table is the queue on both databases. A worker claims the oldest
+// runnable row of its host (then a host-less one) with a conditional update, inside a
+// transaction that took the row with `FOR UPDATE SKIP LOCKED` on PostgreSQL or under the
+// database's write lock on SQLite (server/db/statements/jobs.ts). A job is enqueued in the caller's
+// transaction, so it exists exactly when the catalog write that asked for it commits.
+// docs/workers.md says why this replaced pg-boss.
 //
 // Every operation of a claim holder is fenced on its attempt number, so a worker whose claim
 // expired (killed, partitioned, too slow) can no longer complete, fail or report on the job.
 import { randomUUID } from "node:crypto";
 import { inTransaction, type Db } from "../db/client.ts";
 import { dialectOf, type Dialect } from "../db/dialect.ts";
+import { nextRunnableJobId } from "../db/statements/jobs.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import {
@@ -110,24 +109,6 @@ export interface ClaimedJob extends JobView {
 
 export type FailOutcome = "retry" | "failed" | "lost";
 
-/** How jobs reach workers: the part that differs between the databases. */
-export interface JobDelivery {
-  /** Called in the enqueuing transaction once the row exists. */
-  enqueued(tx: Db, row: JobRow): Promise<void>;
-  /**
-   * Claims the next job for `host` (its own, then host-less ones): runs `claim(tx, id)` inside
-   * the transaction that takes the job, which fences the row. Null when nothing is runnable.
-   */
-  next(host: string, claim: (tx: Db, id: string) => Promise<JobRow | null>): Promise<JobRow | null>;
-  renewed(tx: Db, row: JobRow): Promise<void>;
-  completed(tx: Db, row: JobRow, result: Prisma.InputJsonValue): Promise<void>;
-  failed(tx: Db, row: JobRow, outcome: "retry" | "failed", failure: JobFailure): Promise<void>;
-  cancelled(tx: Db, row: JobRow): Promise<void>;
-  /** Hands out again what the delivery itself considers expired (pg-boss's own clock). */
-  expire(): Promise<void>;
-  close(): Promise<void>;
-}
-
 function addMs(date: Date, ms: number): Date {
   return new Date(date.getTime() + ms);
 }
@@ -143,15 +124,18 @@ export interface ListJobsFilter {
 }
 
 export class JobQueue {
+  /** The queue of a catalog client; `retry` overrides the default policy of the jobs it enqueues. */
   constructor(
     readonly db: Db,
-    private readonly delivery: JobDelivery,
-    private readonly defaults: RetryPolicy = DEFAULT_RETRY_POLICY,
+    retry: Partial<RetryPolicy> = {},
   ) {
     // Taken from the catalog client once: a caller's transaction handed to enqueue may be one
     // Prisma opened directly, which carries no dialect.
     this.dialect = dialectOf(db);
+    this.defaults = { ...DEFAULT_RETRY_POLICY, ...retry };
   }
+
+  private readonly defaults: RetryPolicy;
 
   readonly dialect: Dialect;
 
@@ -192,33 +176,21 @@ export class JobQueue {
         if (job.dedupeKey && isUniqueViolation(error)) throw new RetryTransaction("dedupe key taken concurrently");
         throw error;
       }
-      await this.delivery.enqueued(tx, row);
       return toJobView(row);
     });
   }
 
   /** Claims the next runnable job for `host`: its own first, then host-less maintenance. */
   async fetch(opts: { host: string; workerId: string }): Promise<ClaimedJob | null> {
-    const row = await this.delivery.next(opts.host, async (tx, id) => {
-      const now = await this.dialect.transactionNow(tx);
-      const seen = await tx.job.findUnique({ where: { id }, select: jobRowSelect });
-      // A delivered job whose row is missing or already final (cancelled meanwhile) is skipped.
-      if (!seen || !(["created", "retry", "active"] as string[]).includes(seen.state)) return null;
-      if (seen.attempts >= seen.maxAttempts) return null;
-      const claimed = await tx.job.updateMany({
-        where: { id, state: seen.state, attempts: seen.attempts },
-        data: {
-          state: "active",
-          attempts: seen.attempts + 1,
-          claimedBy: opts.workerId,
-          leaseExpiresAt: addMs(now, seen.leaseSeconds * 1000),
-          startedAt: now,
-          updatedAt: now,
-        },
+    let row: JobRow | null = null;
+    for (const target of [opts.host, null]) {
+      row = await inTransaction(this.db, async (tx) => {
+        const now = await this.dialect.transactionNow(tx);
+        const id = await nextRunnableJobId(tx, target, now);
+        return id === null ? null : this.claim(tx, id, opts.workerId, now);
       });
-      if (claimed.count !== 1) throw new RetryTransaction("job claimed concurrently");
-      return tx.job.findUniqueOrThrow({ where: { id }, select: jobRowSelect });
-    });
+      if (row) break;
+    }
     if (!row) return null;
     return {
       ...toJobView(row),
@@ -227,6 +199,25 @@ export class JobQueue {
       leaseSeconds: row.leaseSeconds,
       memo: row.memo,
     };
+  }
+
+  /** Takes a runnable job for `workerId`: the next attempt, fenced on the attempts it saw. */
+  private async claim(tx: Db, id: string, workerId: string, now: Date): Promise<JobRow | null> {
+    const seen = await tx.job.findUnique({ where: { id }, select: jobRowSelect });
+    if (!seen || seen.attempts >= seen.maxAttempts) return null;
+    const claimed = await tx.job.updateMany({
+      where: { id, state: { in: [...CLAIMABLE_STATES] }, attempts: seen.attempts },
+      data: {
+        state: "active",
+        attempts: seen.attempts + 1,
+        claimedBy: workerId,
+        leaseExpiresAt: addMs(now, seen.leaseSeconds * 1000),
+        startedAt: now,
+        updatedAt: now,
+      },
+    });
+    if (claimed.count !== 1) throw new RetryTransaction("job claimed concurrently");
+    return tx.job.findUniqueOrThrow({ where: { id }, select: jobRowSelect });
   }
 
   private fence(job: ClaimedJob): Prisma.JobWhereInput {
@@ -248,10 +239,7 @@ export class JobQueue {
           ...(progress !== undefined ? { progress } : {}),
         },
       });
-      if (renewed.count !== 1) return false;
-      const row = await tx.job.findUniqueOrThrow({ where: { id: job.id }, select: jobRowSelect });
-      await this.delivery.renewed(tx, row);
-      return true;
+      return renewed.count === 1;
     });
   }
 
@@ -273,10 +261,7 @@ export class JobQueue {
         where: this.fence(job),
         data: { state: "completed", result, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
       });
-      if (done.count !== 1) return false;
-      const row = await tx.job.findUniqueOrThrow({ where: { id: job.id }, select: jobRowSelect });
-      await this.delivery.completed(tx, row, result);
-      return true;
+      return done.count === 1;
     });
   }
 
@@ -305,8 +290,6 @@ export class JobQueue {
             : { state: "failed", error, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
       });
       if (moved.count !== 1) throw new RetryTransaction("job changed while failing it");
-      const after = await tx.job.findUniqueOrThrow({ where: { id: job.id }, select: jobRowSelect });
-      await this.delivery.failed(tx, after, outcome, failure);
       return outcome;
     });
   }
@@ -327,9 +310,7 @@ export class JobQueue {
         data: { state: "cancelled", leaseExpiresAt: null, finishedAt: now, updatedAt: now },
       });
       if (moved.count !== 1) throw new RetryTransaction("job changed while cancelling it");
-      const after = await tx.job.findUniqueOrThrow({ where: { id }, select: jobRowSelect });
-      await this.delivery.cancelled(tx, after);
-      return toJobView(after);
+      return toJobView(await tx.job.findUniqueOrThrow({ where: { id }, select: jobRowSelect }));
     });
   }
 
@@ -338,7 +319,6 @@ export class JobQueue {
    * holder is presumed dead. Returns how many moved.
    */
   async expire(): Promise<number> {
-    await this.delivery.expire();
     return inTransaction(this.db, async (tx) => {
       const now = await this.dialect.transactionNow(tx);
       const expired = { state: "active", leaseExpiresAt: { lt: now } } satisfies Prisma.JobWhereInput;
@@ -390,39 +370,4 @@ export class JobQueue {
     });
     return rows.map(toJobView);
   }
-
-  async close(): Promise<void> {
-    await this.delivery.close();
-  }
-}
-
-// --- SQLite: the table is the queue -----------------------------------------------------------------
-
-/** Delivery straight from the jobs table: the oldest runnable row for the host, then host-less. */
-export function tableDelivery(db: Db): JobDelivery {
-  const dialect = dialectOf(db);
-  return {
-    enqueued: async () => undefined,
-    async next(host, claim) {
-      for (const target of [host, null]) {
-        const row = await inTransaction(db, async (tx) => {
-          const now = await dialect.transactionNow(tx);
-          const candidate = await tx.job.findFirst({
-            where: { state: { in: [...CLAIMABLE_STATES] }, host: target, runAfter: { lte: now } },
-            orderBy: [{ runAfter: "asc" }, { createdAt: "asc" }, { id: "asc" }],
-            select: { id: true },
-          });
-          return candidate ? claim(tx, candidate.id) : null;
-        });
-        if (row) return row;
-      }
-      return null;
-    },
-    renewed: async () => undefined,
-    completed: async () => undefined,
-    failed: async () => undefined,
-    cancelled: async () => undefined,
-    expire: async () => undefined,
-    close: async () => undefined,
-  };
 }

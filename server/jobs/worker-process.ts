@@ -6,12 +6,12 @@ import { join } from "node:path";
 import type { CatalogHandle } from "../db/client.ts";
 import type { RetryPolicy } from "../domain/jobs.ts";
 import { createJobHandler } from "./handlers.ts";
-import { openJobQueue } from "./job-queues.ts";
+import { JobQueue } from "./queue.ts";
 import { scheduleMaintenance, type MaintenanceSchedule } from "./maintenance.ts";
 import { startWorker, type WorkerEvent } from "./worker.ts";
 
 export interface WorkerProcessOptions {
-  catalog: Pick<CatalogHandle, "db" | "url">;
+  catalog: Pick<CatalogHandle, "db">;
   host: string;
   dataDir: string;
   schedule: MaintenanceSchedule;
@@ -30,7 +30,7 @@ export interface WorkerProcess {
 }
 
 export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<WorkerProcess> {
-  const queue = await openJobQueue(opts.catalog, { worker: true, ...(opts.retry ? { retry: opts.retry } : {}) });
+  const queue = new JobQueue(opts.catalog.db, opts.retry);
   const workerId = `${opts.host}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const handle = createJobHandler({
     db: opts.catalog.db,
@@ -63,7 +63,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
     },
     onEvent: emit,
   });
-  const done = running.done.finally(() => queue.close());
+  const done = running.done;
   return {
     workerId,
     async stop() {

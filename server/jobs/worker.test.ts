@@ -2,12 +2,11 @@
 // backoff until it succeeds; cancelling a running job fires the handler's AbortSignal and
 // nothing of the cancelled run is recorded.
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { StrataError } from "../domain/errors.ts";
 import { makeAgent, type TestAgent } from "../testing/lineage.ts";
-import { openJobQueue } from "./job-queues.ts";
-import type { JobQueue } from "./queue.ts";
+import { JobQueue } from "./queue.ts";
 import { startWorker, type JobHandler, type RunningWorker, type WorkerEvent } from "./worker.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -24,11 +23,8 @@ describeEachDatabase("worker loop", (catalog) => {
   let queue: JobQueue;
   let agent: TestAgent;
   beforeAll(async () => {
-    queue = await openJobQueue(catalog(), { worker: true });
+    queue = new JobQueue(catalog().db);
     agent = await makeAgent(catalog().db, "loop");
-  });
-  afterAll(async () => {
-    await queue.close();
   });
 
   function run(host: string, handle: JobHandler, events: WorkerEvent[]): RunningWorker {

@@ -1,5 +1,5 @@
-// The worker loop. It is handed its fetch and handle functions (as pg-boss's `work` is): it
-// claims a job, runs the handler with an AbortSignal, renews the claim while the handler runs,
+// The worker loop. It is handed its fetch and handle functions (a port, so tests drive it
+// without a database): it claims a job, runs the handler with an AbortSignal, renews the claim while the handler runs,
 // and settles the job. A claim that cannot be renewed (cancelled, or expired and handed to
 // another worker) aborts the handler at once; its outcome is then discarded, never recorded.
 import type { Prisma } from "../db/generated/postgres/client.ts";

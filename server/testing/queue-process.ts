@@ -2,8 +2,8 @@
 // line per claim), or offers the maintenance schedule. Separate processes are the real
 // contention: SQLite's lock is per connection, and better-sqlite3 waits for it synchronously.
 import { openCatalog } from "../db/client.ts";
-import { jobQueueFor } from "../jobs/job-queues.ts";
 import { scheduleMaintenance } from "../jobs/maintenance.ts";
+import { JobQueue } from "../jobs/queue.ts";
 
 interface Args {
   url: string;
@@ -14,7 +14,7 @@ interface Args {
 
 const args = JSON.parse(process.argv[2] ?? "{}") as Args;
 const catalog = openCatalog(args.url, { poolSize: 2 });
-const queue = jobQueueFor(catalog.db);
+const queue = new JobQueue(catalog.db);
 try {
   if (args.mode === "schedule") {
     const offered = await scheduleMaintenance(queue, { sweepIntervalSeconds: 3_600, gcIntervalSeconds: 3_600 });

@@ -1,11 +1,9 @@
 // The job procedures on both databases: an agent enqueues, reads, lists and cancels only its
 // own jobs; enqueueRestore records the acquire decision and its job together.
 import { TRPCError } from "@trpc/server";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError } from "../domain/errors.ts";
-import { openJobQueue } from "../jobs/job-queues.ts";
-import type { JobQueue } from "../jobs/queue.ts";
 import { createAgent } from "../auth/agents.ts";
 import { uniqueName } from "../testing/lineage.ts";
 import { createContextInner } from "./init.ts";
@@ -24,7 +22,6 @@ async function failureCode(call: Promise<unknown>): Promise<string> {
 }
 
 describeEachDatabase("job API", (catalog) => {
-  let queue: JobQueue;
   let alice: ReturnType<typeof createCaller>;
   let bob: ReturnType<typeof createCaller>;
   const callerFor = (token: string) =>
@@ -39,12 +36,8 @@ describeEachDatabase("job API", (catalog) => {
   });
 
   beforeAll(async () => {
-    queue = await openJobQueue(catalog(), { worker: true }); // installs pg-boss on PostgreSQL
     alice = callerFor((await createAgent(catalog().db, { name: uniqueName("alice") })).token);
     bob = callerFor((await createAgent(catalog().db, { name: uniqueName("bob") })).token);
-  });
-  afterAll(async () => {
-    await queue.close();
   });
 
   it("enqueues a capture for a host and shows it only to its agent", async () => {
