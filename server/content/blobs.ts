@@ -22,8 +22,15 @@ import { inTransaction } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { BLOB_ROW_BYTES, blobDigestSchema } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
-import { dbNow, slices, toNumber } from "../db/sql.ts";
-import { dialectOf } from "../db/dialect.ts";
+import { dbNow, slices } from "../db/sql.ts";
+import {
+  insertBlobChunk,
+  insertBlobGrant,
+  lockStoredBlob,
+  lockStoredDigests,
+  lockUngrantedStoredBlobs,
+  readBlobChunk,
+} from "../db/statements/content.ts";
 
 /** Bytes as they arrive: a web stream (a Request body) or any async iterable (a Node stream). */
 type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
@@ -156,22 +163,6 @@ async function touchStored(db: Db, digests: readonly string[]): Promise<number> 
   return touched.count;
 }
 
-/**
- * Grants `agentId` a digest unless it has it; true when the grant is new. The caller holds the
- * stored blob row locked, so collection cannot delete the blob (and its grants) in between.
- */
-async function grantBlob(tx: Db, agentId: string, digest: string, now: Date): Promise<boolean> {
-  const sql = dialectOf(tx);
-  const added = await tx.$executeRawUnsafe(
-    `INSERT INTO blob_grants (agent_id, digest, created_at) VALUES (${sql.p(1)}, ${sql.p(2)}, ${sql.p(3)}) ` +
-      `ON CONFLICT DO NOTHING`,
-    agentId,
-    digest,
-    now,
-  );
-  return added === 1;
-}
-
 /** Whether the upload is new for its agent (or, stored for nobody, whether the bytes were new). */
 async function newForUploader(
   tx: Db,
@@ -180,7 +171,9 @@ async function newForUploader(
   now: Date,
   bytesWereNew: boolean,
 ): Promise<boolean> {
-  return grantTo === null ? bytesWereNew : grantBlob(tx, grantTo, digest, now);
+  // The caller holds the stored blob row locked, so collection cannot delete the blob (and its
+  // grants) in between.
+  return grantTo === null ? bytesWereNew : insertBlobGrant(tx, grantTo, digest, now);
 }
 
 /**
@@ -192,15 +185,11 @@ async function claimStored(
   digest: string,
   grantTo: string | null,
 ): Promise<{ chunkCount: number; created: boolean } | null> {
-  const sql = dialectOf(tx);
-  const [stored] = await tx.$queryRawUnsafe<{ id: string; chunk_count: number | bigint }[]>(
-    `SELECT id, chunk_count FROM blobs WHERE digest = ${sql.p(1)} AND state = 'stored'${sql.lock("update")}`,
-    digest,
-  );
+  const stored = await lockStoredBlob(tx, digest);
   if (!stored) return null;
   const now = await dbNow(tx);
   await tx.blob.update({ where: { id: stored.id }, data: { lastReusedAt: now } });
-  return { chunkCount: toNumber(stored.chunk_count), created: await newForUploader(tx, grantTo, digest, now, false) };
+  return { chunkCount: stored.chunkCount, created: await newForUploader(tx, grantTo, digest, now, false) };
 }
 
 /**
@@ -234,12 +223,9 @@ export async function putBlob(db: Db, opts: PutBlobOptions): Promise<PutBlobResu
         yield piece;
       }
     })();
-    const sql = dialectOf(db);
-    const insert = `INSERT INTO blob_chunks (blob_id, seq, data) VALUES (${sql.p(1)}, ${sql.p(2)}, ${sql.p(3)})`;
     for await (const chunk of fixedChunks(pieces, BLOB_ROW_BYTES)) {
       try {
-        // A raw statement: the model API costs about three times as much per byte.
-        await db.$executeRawUnsafe(insert, id, seq, chunk);
+        await insertBlobChunk(db, id, seq, chunk);
       } catch (error) {
         // Collection may have reclaimed the upload as abandoned (the chunk's foreign key fails).
         if ((await db.blob.count({ where: { id, state: "uploading" } })) === 0) throw uploadLost(digest);
@@ -347,11 +333,9 @@ function missingBlob(digest: string, detail = ""): StrataError {
 export async function* readBlob(db: Db, info: BlobInfo): AsyncGenerator<Uint8Array> {
   const hash = createHash("sha256");
   let sizeBytes = 0;
-  const sql = dialectOf(db);
   for (let seq = 0; seq < info.chunkCount; seq += 1) {
-    const [row] = await db.$queryRawUnsafe<{ text: string }[]>(sql.chunkText.select, info.id, seq);
-    if (!row) throw missingBlob(info.digest, " any more (it was collected while being read)");
-    const data = sql.chunkText.decode(row.text);
+    const data = await readBlobChunk(db, info.id, seq);
+    if (!data) throw missingBlob(info.digest, " any more (it was collected while being read)");
     hash.update(data);
     sizeBytes += data.byteLength;
     yield data;
@@ -456,16 +440,12 @@ export async function missingBlobs(db: Db, agentId: string, digests: readonly st
 export async function grantStoredBlobs(tx: Db, agentId: string, digests: readonly string[]): Promise<number> {
   const wanted = [...new Set(digests)].sort();
   if (wanted.length === 0) return 0;
-  const sql = dialectOf(tx);
   const now = await dbNow(tx);
   let added = 0;
   for (const slice of slices(wanted, 500)) {
-    const rows = await tx.$queryRawUnsafe<{ digest: string }[]>(
-      `SELECT digest FROM blobs WHERE state = 'stored' AND digest IN ${sql.list(slice.length)} ORDER BY digest${sql.lock("update")}`,
-      ...slice,
-    );
-    if (rows.length !== slice.length) {
-      const found = new Set(rows.map((r) => r.digest));
+    const locked = await lockStoredDigests(tx, slice);
+    if (locked.length !== slice.length) {
+      const found = new Set(locked);
       const gone = slice.find((d) => !found.has(d)) ?? "";
       throw new StrataError("BLOB_MISSING", `Blob ${gone} was collected before it could be granted.`, {
         hint: "Nothing was recorded. Try again.",
@@ -474,7 +454,7 @@ export async function grantStoredBlobs(tx: Db, agentId: string, digests: readonl
       });
     }
     await tx.blob.updateMany({ where: { state: "stored", digest: { in: slice } }, data: { lastReusedAt: now } });
-    for (const digest of slice) if (await grantBlob(tx, agentId, digest, now)) added += 1;
+    for (const digest of slice) if (await insertBlobGrant(tx, agentId, digest, now)) added += 1;
   }
   return added;
 }
@@ -489,15 +469,10 @@ export async function dropUngrantedBlobs(db: Db, digests: readonly string[]): Pr
   let dropped = 0;
   for (const slice of slices(wanted, 500)) {
     dropped += await inTransaction(db, async (tx) => {
-      const sql = dialectOf(tx);
-      const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
-        `SELECT id FROM blobs b WHERE b.state = 'stored' AND b.digest IN ${sql.list(slice.length)} ` +
-          `AND NOT EXISTS (SELECT 1 FROM blob_grants g WHERE g.digest = b.digest) ORDER BY b.digest${sql.lock("update")}`,
-        ...slice,
-      );
-      if (rows.length === 0) return 0;
+      const ids = await lockUngrantedStoredBlobs(tx, slice);
+      if (ids.length === 0) return 0;
       // Their chunks go with them (ON DELETE CASCADE).
-      const deleted = await tx.blob.deleteMany({ where: { id: { in: rows.map((r) => r.id) }, state: "stored" } });
+      const deleted = await tx.blob.deleteMany({ where: { id: { in: ids }, state: "stored" } });
       return deleted.count;
     });
   }

@@ -32,8 +32,14 @@ import {
   type PublishLayersInput,
 } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
-import { dbNow, toNumber } from "../db/sql.ts";
-import { dialectOf } from "../db/dialect.ts";
+import { dbNow } from "../db/sql.ts";
+import {
+  lockGrantedStoredBlobs,
+  lockLayerStates,
+  lockSnapshotForPublish,
+  selectLayersOfAgent,
+  type AgentLayerRow,
+} from "../db/statements/content.ts";
 
 /**
  * Snapshot states that may still gain heads: a capture being published, or a snapshot made
@@ -41,17 +47,6 @@ import { dialectOf } from "../db/dialect.ts";
  */
 const PUBLISHABLE_STATES = ["capturing", "ready", "superseded"];
 const RETIRED_STATES = ["retired", "deleting", "deleted"];
-
-/** A layer of the publishing agent: its row key, and its own and its parent's agent uuids. */
-interface LayerRow {
-  uuid: string;
-  agent_uuid: string;
-  parent_agent_uuid: string | null;
-  digest: string;
-  size_bytes: bigint | number;
-  kind: string;
-  state: string;
-}
 
 export interface PublishLayersResult {
   /** New layer rows written. */
@@ -76,21 +71,13 @@ async function selectAgentLayers(
   tx: Db,
   agentId: string,
   agentUuids: readonly string[],
-): Promise<Map<string, LayerRow>> {
-  const found = new Map<string, LayerRow>();
+): Promise<Map<string, AgentLayerRow>> {
+  const found = new Map<string, AgentLayerRow>();
   if (agentUuids.length === 0) return found;
-  const sql = dialectOf(tx);
   const sorted = [...new Set(agentUuids)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
-    const rows = await tx.$queryRawUnsafe<LayerRow[]>(
-      `SELECT l.uuid, l.agent_uuid, p.agent_uuid AS parent_agent_uuid, l.digest, l.size_bytes, l.kind, l.state ` +
-        `FROM layers l LEFT JOIN layers p ON p.uuid = l.parent_uuid ` +
-        `WHERE l.agent_id = ${sql.p(1)} AND l.agent_uuid IN ${sql.list(slice.length, 2)}`,
-      agentId,
-      ...slice,
-    );
-    for (const row of rows) found.set(row.agent_uuid, row);
+    for (const row of await selectLayersOfAgent(tx, agentId, slice)) found.set(row.agentUuid, row);
   }
   return found;
 }
@@ -99,16 +86,11 @@ async function selectAgentLayers(
 async function lockLayers(tx: Db, uuids: readonly string[]): Promise<Map<string, string>> {
   const states = new Map<string, string>();
   if (uuids.length === 0) return states;
-  const sql = dialectOf(tx);
   const sorted = [...new Set(uuids)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
     // Locks are taken in uuid order, the same order collection takes them in.
-    const rows = await tx.$queryRawUnsafe<{ uuid: string; state: string }[]>(
-      `SELECT uuid, state FROM layers WHERE uuid IN ${sql.list(slice.length)} ORDER BY uuid${sql.lock("share")}`,
-      ...slice,
-    );
-    for (const row of rows) states.set(row.uuid, row.state);
+    for (const row of await lockLayerStates(tx, slice)) states.set(row.uuid, row.state);
   }
   return states;
 }
@@ -125,20 +107,12 @@ async function lockStoredBlobs(
 ): Promise<Map<string, { sizeBytes: number }>> {
   const found = new Map<string, { sizeBytes: number }>();
   if (digests.length === 0) return found;
-  const sql = dialectOf(tx);
   const sorted = [...new Set(digests)].sort();
   for (let i = 0; i < sorted.length; i += 1000) {
     const slice = sorted.slice(i, i + 1000);
-    // The grant is tested in a subquery, so only the blob rows are locked. (Placeholders in
-    // text order: SQLite binds `?` by position.)
-    const rows = await tx.$queryRawUnsafe<{ digest: string; size_bytes: bigint | number }[]>(
-      `SELECT b.digest, b.size_bytes FROM blobs b WHERE b.state = 'stored' ` +
-        `AND EXISTS (SELECT 1 FROM blob_grants g WHERE g.agent_id = ${sql.p(1)} AND g.digest = b.digest) ` +
-        `AND b.digest IN ${sql.list(slice.length, 2)} ORDER BY b.digest${sql.lock("share")}`,
-      agentId,
-      ...slice,
-    );
-    for (const row of rows) found.set(row.digest, { sizeBytes: toNumber(row.size_bytes) });
+    for (const row of await lockGrantedStoredBlobs(tx, agentId, slice)) {
+      found.set(row.digest, { sizeBytes: row.sizeBytes });
+    }
   }
   return found;
 }
@@ -155,15 +129,15 @@ function unavailable(uuids: string[], states: string[]): StrataError {
 }
 
 /** LAYER_CONFLICT when a declared layer of the agent's exists with another parent, digest, size or kind. */
-function refuseRebinds(declared: readonly LayerDescriptor[], existing: Map<string, LayerRow>): void {
+function refuseRebinds(declared: readonly LayerDescriptor[], existing: Map<string, AgentLayerRow>): void {
   const conflicts: { uuid: string; fields: string[] }[] = [];
   for (const layer of declared) {
     const row = existing.get(layer.uuid);
     if (!row) continue;
     const fields = layerDifferences(layer, {
-      parentUuid: row.parent_agent_uuid,
+      parentUuid: row.parentAgentUuid,
       digest: row.digest,
-      sizeBytes: BigInt(row.size_bytes),
+      sizeBytes: row.sizeBytes,
       kind: row.kind,
     });
     if (fields.length > 0) conflicts.push({ uuid: layer.uuid, fields });
@@ -249,11 +223,11 @@ async function writeLayers(
   refuseRebinds(declared, existing);
 
   const notAvailable = [...existing.values()].filter(
-    (row) => row.state !== "available" && (declaredByUuid.has(row.agent_uuid) || referenced.has(row.agent_uuid)),
+    (row) => row.state !== "available" && (declaredByUuid.has(row.agentUuid) || referenced.has(row.agentUuid)),
   );
   if (notAvailable.length > 0) {
     throw unavailable(
-      notAvailable.map((r) => r.agent_uuid),
+      notAvailable.map((r) => r.agentUuid),
       notAvailable.map((r) => r.state),
     );
   }
@@ -371,16 +345,12 @@ async function lockPublishableSnapshot(
   /** When set, another agent's snapshot is NOT_FOUND before its state is looked at. */
   agentId?: string,
 ): Promise<{ id: string; state: string; agentId: string; manifestDigest: string | null }> {
-  const sql = dialectOf(tx);
   // Lock and read in one statement (FOR UPDATE: arbitrates with retirement and head release).
-  const [found] = await tx.$queryRawUnsafe<{ state: string; agent_id: string; manifest_digest: string | null }[]>(
-    `SELECT state, agent_id, manifest_digest FROM snapshots WHERE id = ${sql.p(1)}${sql.lock("update")}`,
-    snapshotId,
-  );
-  if (!found || (agentId !== undefined && found.agent_id !== agentId)) {
+  const found = await lockSnapshotForPublish(tx, snapshotId);
+  if (!found || (agentId !== undefined && found.agentId !== agentId)) {
     throw new StrataError("NOT_FOUND", `Snapshot ${snapshotId} was not found.`);
   }
-  const row = { id: snapshotId, state: found.state, agentId: found.agent_id, manifestDigest: found.manifest_digest };
+  const row = { id: snapshotId, ...found };
   if (RETIRED_STATES.includes(row.state)) {
     throw new StrataError("SNAPSHOT_RETIRED", `Snapshot ${snapshotId} is ${row.state} and takes no new content.`);
   }
@@ -506,4 +476,3 @@ export async function listHeads(db: Db, snapshotId: string): Promise<string[]> {
   });
   return rows.map((r) => r.layer.agentUuid).sort();
 }
-

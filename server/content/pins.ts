@@ -22,7 +22,7 @@ import { StrataError } from "../domain/errors.ts";
 import { identifierText } from "../domain/text.ts";
 import type { Pin } from "../db/generated/postgres/client.ts";
 import { dbNow } from "../db/sql.ts";
-import { dialectOf } from "../db/dialect.ts";
+import { agentPinIds, shareOwnSnapshot } from "../db/statements/content.ts";
 
 /** Snapshot states a new pin may be taken on. */
 const PINNABLE_STATES = ["ready", "superseded"] as const;
@@ -76,21 +76,6 @@ function pinKey(agentId: string, pinId: string) {
   return { agentId_pinId: { agentId, pinId } };
 }
 
-/**
- * Holds the agent's own snapshot row FOR SHARE (so retirement and head release cannot pass a
- * new pin) and reads its state, in one statement; null when there is no such snapshot of this
- * agent, whether it is missing or another agent's.
- */
-async function shareOwnSnapshot(tx: Db, snapshotId: string, agentId: string): Promise<{ state: string } | null> {
-  const sql = dialectOf(tx);
-  const [row] = await tx.$queryRawUnsafe<{ state: string }[]>(
-    `SELECT state FROM snapshots WHERE id = ${sql.p(1)} AND agent_id = ${sql.p(2)}${sql.lock("share")}`,
-    snapshotId,
-    agentId,
-  );
-  return row ?? null;
-}
-
 async function checkExisting(db: Db, existing: Pin, opts: PinOptions): Promise<Pin> {
   if (existing.snapshotId !== opts.snapshotId) {
     throw new StrataError("CONFLICT", `Pin ${existing.pinId} protects another snapshot.`, {
@@ -120,6 +105,8 @@ export async function pinSnapshot(db: Db, opts: PinOptions): Promise<Pin> {
     const existing = await tx.pin.findUnique({ where: pinKey(opts.agentId, opts.pinId) });
     if (existing) return checkExisting(tx, existing, opts);
 
+    // Held FOR SHARE, so retirement and head release cannot pass the new pin; another agent's
+    // snapshot is not found, exactly like a missing one.
     const snapshot = await shareOwnSnapshot(tx, opts.snapshotId, opts.agentId);
     if (!snapshot) throw notFound(opts.snapshotId);
     if (!((opts.states ?? PINNABLE_STATES) as readonly string[]).includes(snapshot.state)) {
@@ -230,28 +217,16 @@ export type ListPinsInput = z.input<typeof listPinsInput>;
 export async function listAgentPins(db: Db, opts: ListPinsInput & { agentId: string }): Promise<PinView[]> {
   const { agentId: _agentId, ...fields } = opts;
   const input = listPinsInput.parse(fields);
-  const sql = dialectOf(db);
   const now = await dbNow(db);
-  const params: unknown[] = [opts.agentId];
-  let where = `p.agent_id = ${sql.p(1)}`;
-  if (input.snapshotId) {
-    params.push(input.snapshotId);
-    where += ` AND p.snapshot_id = ${sql.p(params.length)}`;
-  }
-  if (input.active !== undefined) {
-    params.push(now);
-    const activeSql = `(p.released = false AND (p.expires_at IS NULL OR p.expires_at > ${sql.p(params.length)}))`;
-    where += input.active ? ` AND ${activeSql}` : ` AND NOT ${activeSql}`;
-  }
-  params.push(input.limit);
-  const ids = await db.$queryRawUnsafe<{ pin_id: string }[]>(
-    `SELECT p.pin_id FROM pins p JOIN snapshots s ON s.id = p.snapshot_id AND s.agent_id = p.agent_id WHERE ${where} ` +
-      `ORDER BY p.created_at DESC, p.pin_id ASC LIMIT ${sql.p(params.length)}`,
-    ...params,
-  );
+  const ids = await agentPinIds(db, {
+    agentId: opts.agentId,
+    snapshotId: input.snapshotId,
+    active: input.active === undefined ? undefined : { protecting: input.active, at: now },
+    limit: input.limit,
+  });
   if (ids.length === 0) return [];
   const pins = await db.pin.findMany({
-    where: { agentId: opts.agentId, pinId: { in: ids.map((r) => r.pin_id) } },
+    where: { agentId: opts.agentId, pinId: { in: ids } },
     orderBy: [{ createdAt: "desc" }, { pinId: "asc" }],
   });
   return pins.map((pin) => ({ ...pin, active: isPinActive(pin, now) }));

@@ -38,7 +38,23 @@ import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { childrenFirst, splitByBudget } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
 import { dbNow, toNumber } from "../db/sql.ts";
-import { dialectOf } from "../db/dialect.ts";
+import {
+  abandonedUploads,
+  availableChildren,
+  deleteGrantsOfUnstored,
+  deletingLayersAfter,
+  headedLayers,
+  leafLayerCandidates,
+  listedBlobDigests,
+  liveLayerDigests,
+  liveManifestDigests,
+  lockAvailableLayersSkipLocked,
+  lockDeletingLayers,
+  lockLeaseRow,
+  lockStoredBlobsSkipLocked,
+  moveLayers,
+  unreferencedStoredBlobs,
+} from "../db/statements/gc.ts";
 import { releaseExpiredPins } from "../content/pins.ts";
 import { headReleaseCandidates, releaseHeadsOf } from "../lineage/retirement.ts";
 
@@ -168,8 +184,7 @@ type Started = { runId: string; startedAt: Date } | Extract<CollectResult, { sta
 
 async function startRun(db: Db, settings: GcSettings, opts: CollectOptions): Promise<Started> {
   return inTransaction(db, async (tx) => {
-    const sql = dialectOf(tx);
-    await tx.$queryRawUnsafe(`SELECT name FROM leases WHERE name = ${sql.p(1)}${sql.lock("update")}`, GC_LEASE);
+    await lockLeaseRow(tx, GC_LEASE);
     const lease = await tx.lease.findUnique({ where: { name: GC_LEASE } });
     const now = await dbNow(tx);
     if (lease && lease.expiresAt.getTime() > now.getTime()) {
@@ -270,25 +285,9 @@ const MAX_BATCH_BYTES = 256 * 1024 * 1024;
 async function referencedDigests(tx: Db, digests: readonly string[], finishing: readonly string[] = []) {
   const referenced = new Set<string>();
   if (digests.length === 0) return referenced;
-  const sql = dialectOf(tx);
-  const d = sql.list(digests.length);
-  const exclude = finishing.length > 0 ? ` AND uuid NOT IN ${sql.list(finishing.length, digests.length + 1)}` : "";
-  const layers = await tx.$queryRawUnsafe<{ digest: string }[]>(
-    `SELECT DISTINCT digest FROM layers WHERE digest IN ${d} AND state <> 'deleted'${exclude}`,
-    ...digests,
-    ...finishing,
-  );
-  for (const r of layers) referenced.add(r.digest);
-  const manifests = await tx.$queryRawUnsafe<{ digest: string }[]>(
-    `SELECT DISTINCT manifest_digest AS digest FROM snapshots WHERE manifest_digest IN ${d} AND state <> 'deleted'`,
-    ...digests,
-  );
-  for (const r of manifests) referenced.add(r.digest);
-  const listed = await tx.$queryRawUnsafe<{ digest: string }[]>(
-    sql.listedBlobDigests(d),
-    ...digests,
-  );
-  for (const r of listed) referenced.add(r.digest);
+  for (const digest of await liveLayerDigests(tx, digests, finishing)) referenced.add(digest);
+  for (const digest of await liveManifestDigests(tx, digests)) referenced.add(digest);
+  for (const digest of await listedBlobDigests(tx, digests)) referenced.add(digest);
   return referenced;
 }
 
@@ -304,16 +303,9 @@ async function deleteUnneededBlobs(
   where: { ids?: readonly string[]; digests?: readonly string[] },
   finishing: readonly string[] = [],
 ): Promise<{ blobsDeleted: number; bytesFreed: number }> {
-  const sql = dialectOf(tx);
   const keys = where.ids ?? where.digests ?? [];
   if (keys.length === 0) return { blobsDeleted: 0, bytesFreed: 0 };
-  const lockedIds = (
-    await tx.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM blobs WHERE state = 'stored' AND ${where.ids ? "id" : "digest"} IN ${sql.list(keys.length)} ` +
-        `ORDER BY id${sql.lock("update skip locked")}`,
-      ...keys,
-    )
-  ).map((r) => r.id);
+  const lockedIds = await lockStoredBlobsSkipLocked(tx, where.ids ? { ids: keys } : { digests: keys });
   if (lockedIds.length === 0) return { blobsDeleted: 0, bytesFreed: 0 };
   // Read after the lock: the newest committed reuse time and references count.
   const blobs = await tx.blob.findMany({
@@ -334,31 +326,11 @@ async function deleteUnneededBlobs(
   // Grants go with the bytes: a later upload of the same digest must be new for every agent
   // again, and proves possession anew. The digest column is indexed for this.
   const gone = [...new Set(doomed.map((b) => b.digest))];
-  await tx.$executeRawUnsafe(
-    `DELETE FROM blob_grants WHERE digest IN ${sql.list(gone.length)} ` +
-      `AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.digest = blob_grants.digest AND b.state = 'stored')`,
-    ...gone,
-  );
+  await deleteGrantsOfUnstored(tx, gone);
   return { blobsDeleted: deleted.count, bytesFreed: doomed.reduce((sum, b) => sum + Number(b.sizeBytes), 0) };
 }
 
 // --- Layers -----------------------------------------------------------------------------------
-
-/** Available layers after `cursor` with no head and no available child (uuid order). */
-async function leafCandidates(db: Db, cursor: string, limit: number): Promise<string[]> {
-  const sql = dialectOf(db);
-  const rows = await db.$queryRawUnsafe<{ uuid: string }[]>(
-    `SELECT l.uuid FROM layers l${sql.indexedBy("sqlite_autoindex_layers_1")} ` +
-      `WHERE l.state = 'available' AND l.uuid > ${sql.p(1)} ` +
-      `AND NOT EXISTS (SELECT 1 FROM snapshot_heads h WHERE h.layer_uuid = l.uuid) ` +
-      `AND NOT EXISTS (SELECT 1 FROM layers c${sql.indexedBy("layers_parent_uuid_idx")} ` +
-      `WHERE c.parent_uuid = l.uuid AND c.state = 'available') ` +
-      `ORDER BY l.uuid LIMIT ${sql.p(2)}`,
-    cursor,
-    limit,
-  );
-  return rows.map((r) => r.uuid);
-}
 
 /**
  * One round: locks the given layers (skipping any a publish holds), re-checks each after the
@@ -370,46 +342,23 @@ async function markRound(
   uuids: readonly string[],
   now: Date,
 ): Promise<{ uuid: string; parentUuid: string | null; sizeBytes: number }[]> {
-  const sql = dialectOf(tx);
   if (uuids.length === 0) return [];
-  const locked = (
-    await tx.$queryRawUnsafe<{ uuid: string; parent_uuid: string | null; size_bytes: bigint | number }[]>(
-      `SELECT uuid, parent_uuid, size_bytes FROM layers WHERE state = 'available' AND uuid IN ${sql.list(uuids.length)} ` +
-        `ORDER BY uuid${sql.lock("update skip locked")}`,
-      ...uuids,
-    )
-  ).map((r) => ({ uuid: r.uuid, parentUuid: r.parent_uuid, sizeBytes: toNumber(r.size_bytes) }));
+  const locked = await lockAvailableLayersSkipLocked(tx, uuids);
   if (locked.length === 0) return [];
   const ids = locked.map((r) => r.uuid);
-  const list = sql.list(ids.length);
   // Fresh reads after the locks: a head or child committed meanwhile is seen here.
-  const headed = new Set(
-    (
-      await tx.$queryRawUnsafe<{ layer_uuid: string }[]>(
-        `SELECT DISTINCT layer_uuid FROM snapshot_heads WHERE layer_uuid IN ${list}`,
-        ...ids,
-      )
-    ).map((r) => r.layer_uuid),
-  );
+  const headed = new Set(await headedLayers(tx, ids));
   const childrenOf = new Map<string, string[]>();
-  const children = await tx.$queryRawUnsafe<{ uuid: string; parent_uuid: string }[]>(
-    `SELECT uuid, parent_uuid FROM layers${sql.indexedBy("layers_parent_uuid_idx")} ` +
-      `WHERE state = 'available' AND parent_uuid IN ${list}`,
-    ...ids,
-  );
-  for (const c of children) childrenOf.set(c.parent_uuid, [...(childrenOf.get(c.parent_uuid) ?? []), c.uuid]);
+  for (const c of await availableChildren(tx, ids)) {
+    childrenOf.set(c.parentUuid, [...(childrenOf.get(c.parentUuid) ?? []), c.uuid]);
+  }
   const marking = new Set<string>();
   for (const row of childrenFirst(locked)) {
     if (headed.has(row.uuid)) continue;
     if ((childrenOf.get(row.uuid) ?? []).every((child) => marking.has(child))) marking.add(row.uuid);
   }
   if (marking.size === 0) return [];
-  const marked = [...marking];
-  await tx.$executeRawUnsafe(
-    `UPDATE layers SET state = 'deleting', deleting_at = ${sql.p(1)} WHERE state = 'available' AND uuid IN ${sql.list(marked.length, 2)}`,
-    now,
-    ...marked,
-  );
+  await moveLayers(tx, [...marking], { from: "available", to: "deleting" }, now);
   return locked.filter((r) => marking.has(r.uuid));
 }
 
@@ -443,38 +392,24 @@ async function finishLayers(
   now: Date,
   settings: GcSettings,
 ): Promise<{ count: number; tally: Partial<CollectionTally> }> {
-  const sql = dialectOf(tx);
   if (uuids.length === 0) return { count: 0, tally: {} };
   // Waits for, rather than skips, a lock on a deleting layer: only a publish that is about to be
   // refused takes one (it locks FOR SHARE, then finds the layer not available), and skipping
   // would leave the layer deleting until the next run.
-  const rows = await tx.$queryRawUnsafe<{ uuid: string; digest: string }[]>(
-    `SELECT uuid, digest FROM layers WHERE state = 'deleting' AND uuid IN ${sql.list(uuids.length)} ` +
-      `ORDER BY uuid${sql.lock("update")}`,
-    ...uuids,
-  );
+  const rows = await lockDeletingLayers(tx, uuids);
   if (rows.length === 0) return { count: 0, tally: {} };
   const ids = rows.map((r) => r.uuid);
   const freed = await deleteUnneededBlobs(tx, now, settings, { digests: [...new Set(rows.map((r) => r.digest))] }, ids);
-  const done = await tx.$executeRawUnsafe(
-    `UPDATE layers SET state = 'deleted', deleted_at = ${sql.p(1)} WHERE state = 'deleting' AND uuid IN ${sql.list(ids.length, 2)}`,
-    now,
-    ...ids,
-  );
+  const done = await moveLayers(tx, ids, { from: "deleting", to: "deleted" }, now);
   return { count: done, tally: { layersDeleted: done, ...freed } };
 }
 
 async function finishLeftovers(ctx: RunContext): Promise<void> {
-  const sql = dialectOf(ctx.db);
   let cursor = "";
   for (;;) {
-    const rows = await ctx.db.$queryRawUnsafe<{ uuid: string; size_bytes: bigint | number }[]>(
-      `SELECT uuid, size_bytes FROM layers WHERE state = 'deleting' AND uuid > ${sql.p(1)} ORDER BY uuid LIMIT ${sql.p(2)}`,
-      cursor,
-      ctx.settings.batchSize,
-    );
+    const rows = await deletingLayersAfter(ctx.db, cursor, ctx.settings.batchSize);
     if (rows.length === 0) return;
-    for (const group of splitByBudget(rows, (r) => toNumber(r.size_bytes), ctx.settings.batchSize, MAX_BATCH_BYTES)) {
+    for (const group of splitByBudget(rows, (r) => r.sizeBytes, ctx.settings.batchSize, MAX_BATCH_BYTES)) {
       const ids = group.map((r) => r.uuid);
       await batch(ctx, "finish", (tx, now) => finishLayers(tx, ids, now, ctx.settings));
     }
@@ -491,7 +426,7 @@ async function collectLayers(ctx: RunContext): Promise<void> {
     const next = queue.splice(0, size);
     for (const uuid of next) queued.delete(uuid);
     if (next.length < size && cursor !== null) {
-      const scanned = await leafCandidates(ctx.db, cursor, size - next.length);
+      const scanned = await leafLayerCandidates(ctx.db, cursor, size - next.length);
       cursor = scanned.length < size - next.length ? null : scanned.at(-1)!;
       for (const uuid of scanned) if (!next.includes(uuid)) next.push(uuid);
     }
@@ -524,24 +459,18 @@ async function collectLayers(ctx: RunContext): Promise<void> {
 // --- Blobs ------------------------------------------------------------------------------------
 
 async function collectBlobs(ctx: RunContext): Promise<void> {
-  const sql = dialectOf(ctx.db);
   let cursor = "";
   for (;;) {
     const now = await dbNow(ctx.db);
     const cutoff = new Date(now.getTime() - ctx.settings.graceSeconds * 1000);
     // A cheap pre-filter; the batch re-checks everything after locking.
-    const rows = await ctx.db.$queryRawUnsafe<{ id: string; size_bytes: bigint | number }[]>(
-      `SELECT b.id, b.size_bytes FROM blobs b WHERE b.state = 'stored' AND b.id > ${sql.p(1)} ` +
-        `AND COALESCE(b.last_reused_at, b.stored_at) <= ${sql.p(2)} ` +
-        `AND NOT EXISTS (SELECT 1 FROM layers l WHERE l.digest = b.digest AND l.state <> 'deleted') ` +
-        `AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.manifest_digest = b.digest AND s.state <> 'deleted') ` +
-        `ORDER BY b.id LIMIT ${sql.p(3)}`,
-      cursor,
-      cutoff,
-      ctx.settings.batchSize,
-    );
+    const rows = await unreferencedStoredBlobs(ctx.db, {
+      after: cursor,
+      usedBefore: cutoff,
+      limit: ctx.settings.batchSize,
+    });
     if (rows.length === 0) return;
-    for (const group of splitByBudget(rows, (r) => toNumber(r.size_bytes), ctx.settings.batchSize, MAX_BATCH_BYTES)) {
+    for (const group of splitByBudget(rows, (r) => r.sizeBytes, ctx.settings.batchSize, MAX_BATCH_BYTES)) {
       const ids = group.map((r) => r.id);
       await batch(ctx, "blobs", async (tx, batchNow) => {
         const freed = await deleteUnneededBlobs(tx, batchNow, ctx.settings, { ids });
@@ -553,17 +482,11 @@ async function collectBlobs(ctx: RunContext): Promise<void> {
 }
 
 async function collectAbandonedUploads(ctx: RunContext): Promise<void> {
-  const sql = dialectOf(ctx.db);
   for (;;) {
     const now = await dbNow(ctx.db);
     const cutoff = new Date(now.getTime() - ctx.settings.abandonedUploadSeconds * 1000);
-    const rows = await ctx.db.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM blobs WHERE state = 'uploading' AND stored_at <= ${sql.p(1)} ORDER BY id LIMIT ${sql.p(2)}`,
-      cutoff,
-      ctx.settings.batchSize,
-    );
-    if (rows.length === 0) return;
-    const ids = rows.map((r) => r.id);
+    const ids = await abandonedUploads(ctx.db, cutoff, ctx.settings.batchSize);
+    if (ids.length === 0) return;
     const out = await batch(ctx, "uploads", async (tx) => {
       const gone = await tx.blob.deleteMany({
         where: { id: { in: ids }, state: "uploading", storedAt: { lte: cutoff } },

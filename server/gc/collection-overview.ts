@@ -5,49 +5,20 @@ import type { Db } from "../db/client.ts";
 import type { UserScope } from "../domain/scope.ts";
 import { recordAuditEvent } from "../audit/record-audit-event.ts";
 import { dbNow, toNumber } from "../db/sql.ts";
+import { layersPendingDeletion, unreachableLayerTotals } from "../db/statements/gc.ts";
 import { collectGarbage, listCollectionRuns, type CollectResult } from "./collect-garbage.ts";
 import { HEAD_RELEASE_STATES } from "../lineage/retirement.ts";
 
 const PENDING_SHOWN = 50;
-
-// Every layer some head reaches, by parent links (the same on SQLite and PostgreSQL).
-const REACHABLE = `WITH RECURSIVE reach(uuid) AS (
-    SELECT layer_uuid FROM snapshot_heads
-    UNION
-    SELECT l.parent_uuid FROM layers l JOIN reach r ON l.uuid = r.uuid WHERE l.parent_uuid IS NOT NULL
-  )`;
-
-interface PendingRow {
-  uuid: string;
-  kind: string;
-  digest: string;
-  size_bytes: bigint | number;
-  state: string;
-  created_at: Date | string | number | bigint;
-  deleting_at: Date | string | number | bigint | null;
-}
-
-/** Raw timestamps: Date on PostgreSQL; text or epoch milliseconds on SQLite. */
-function toDate(value: Date | string | number | bigint): Date {
-  if (value instanceof Date) return value;
-  return new Date(typeof value === "bigint" ? Number(value) : value);
-}
 
 export async function collectionOverview(db: Db) {
   const now = await dbNow(db);
   const [runs, byState, unreachable, pending, retired, pinned] = await Promise.all([
     listCollectionRuns(db, { limit: 50 }),
     db.layer.groupBy({ by: ["state"], _count: { _all: true }, _sum: { sizeBytes: true } }),
-    db.$queryRawUnsafe<{ count: bigint | number; bytes: bigint | number | null }[]>(
-      `${REACHABLE} SELECT COUNT(*) AS count, SUM(size_bytes) AS bytes FROM layers
-        WHERE state = 'available' AND uuid NOT IN (SELECT uuid FROM reach)`,
-    ),
-    db.$queryRawUnsafe<PendingRow[]>(
-      // Shown by the uuid its agent declared (the row key is the catalog's own).
-      `${REACHABLE} SELECT l.agent_uuid AS uuid, l.kind, l.digest, l.size_bytes, l.state, l.created_at, l.deleting_at
-        FROM layers l WHERE l.state = 'deleting' OR (l.state = 'available' AND l.uuid NOT IN (SELECT uuid FROM reach))
-        ORDER BY l.state DESC, l.created_at ASC, l.uuid ASC LIMIT ${PENDING_SHOWN}`,
-    ),
+    unreachableLayerTotals(db),
+    // Shown by the uuid its agent declared (the row key is the catalog's own).
+    layersPendingDeletion(db, PENDING_SHOWN),
     db.snapshot.findMany({
       where: { state: { in: [...HEAD_RELEASE_STATES] } },
       select: { id: true, state: true, sizeBytes: true },
@@ -98,17 +69,9 @@ export async function collectionOverview(db: Db) {
     layersByState: byState.map((l) => ({ state: l.state, count: l._count._all, bytes: toNumber(l._sum.sizeBytes) })),
     pendingDeletion: {
       marked: byState.find((l) => l.state === "deleting")?._count._all ?? 0,
-      unreachable: toNumber(unreachable[0]?.count),
-      unreachableBytes: toNumber(unreachable[0]?.bytes),
-      layers: pending.map((p) => ({
-        uuid: p.uuid,
-        kind: p.kind,
-        digest: p.digest,
-        sizeBytes: toNumber(p.size_bytes),
-        state: p.state,
-        createdAt: toDate(p.created_at),
-        deletingAt: p.deleting_at === null ? null : toDate(p.deleting_at),
-      })),
+      unreachable: unreachable.count,
+      unreachableBytes: unreachable.bytes,
+      layers: pending,
     },
     retiredHeld: held,
   };

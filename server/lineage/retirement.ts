@@ -10,6 +10,7 @@ import { dialectOf } from "../db/dialect.ts";
 import { StrataError } from "../domain/errors.ts";
 import { recordAuditEvent, type AuditActor } from "../audit/record-audit-event.ts";
 import { dbNow } from "../db/sql.ts";
+import { lockSnapshots, snapshotsWithHeadsToRelease } from "../db/statements/lineage.ts";
 
 /** States in which a snapshot's heads are released once no pin protects it. */
 export const HEAD_RELEASE_STATES = ["retired", "deleting", "deleted"] as const;
@@ -96,16 +97,8 @@ function emptyHeadTally(): HeadReleaseTally {
  * Snapshot ids with head-release work after `cursor` (in id order): retired or deleted ones
  * that still have heads, and deleting ones (which end as deleted).
  */
-export async function headReleaseCandidates(db: Db, cursor: string, limit: number): Promise<string[]> {
-  const sql = dialectOf(db);
-  const rows = await db.$queryRawUnsafe<{ id: string }[]>(
-    `SELECT s.id FROM snapshots s WHERE s.state IN ('retired', 'deleting', 'deleted') AND s.id > ${sql.p(1)} ` +
-      `AND (s.state = 'deleting' OR EXISTS (SELECT 1 FROM snapshot_heads h WHERE h.snapshot_id = s.id)) ` +
-      `ORDER BY s.id LIMIT ${sql.p(2)}`,
-    cursor,
-    limit,
-  );
-  return rows.map((r) => r.id);
+export function headReleaseCandidates(db: Db, cursor: string, limit: number): Promise<string[]> {
+  return snapshotsWithHeadsToRelease(db, cursor, limit);
 }
 
 /**
@@ -116,13 +109,9 @@ export async function releaseHeadsOf(tx: Db, snapshotIds: readonly string[]): Pr
   const tally = emptyHeadTally();
   const ids = [...new Set(snapshotIds)].sort();
   if (ids.length === 0) return tally;
-  const sql = dialectOf(tx);
   // A handful of statements whatever the batch size: on SQLite every statement here is time
   // the database write lock is held against publishers.
-  await tx.$queryRawUnsafe(
-    `SELECT id FROM snapshots WHERE id IN ${sql.list(ids.length)} ORDER BY id${sql.lock("update")}`,
-    ...ids,
-  );
+  await lockSnapshots(tx, ids);
   const now = await dbNow(tx);
   const retired = await tx.snapshot.findMany({
     where: { id: { in: ids }, state: { in: [...HEAD_RELEASE_STATES] } },
