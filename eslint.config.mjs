@@ -69,6 +69,16 @@ const noDatabaseAccess = {
   ],
 };
 
+// One database seam: raw SQL lives in the statement modules of server/db/statements/ (named,
+// typed functions that render provider differences through the dialect), not in capabilities,
+// routers or the CLI. (Queries sent with pool.query on the pg pool are not Prisma calls and are
+// not caught here.)
+const RAW_SQL_METHODS = ["$queryRawUnsafe", "$executeRawUnsafe", "$queryRaw", "$executeRaw", "$queryRawTyped"];
+const noRawSql = RAW_SQL_METHODS.map((method) => ({
+  selector: `MemberExpression[property.name="${method}"], MemberExpression[property.value="${method}"]`,
+  message: `Raw SQL (${method}) belongs in server/db/statements/: add a named, typed function there and call it.`,
+}));
+
 export default tseslint.config(
   {
     ignores: [
@@ -92,6 +102,11 @@ export default tseslint.config(
   {
     files: ["server/trpc/routers/**", "components/**"],
     rules: { "no-restricted-imports": ["error", noDatabaseAccess] },
+  },
+  {
+    files: ["server/**", "cli/**"],
+    ignores: ["server/db/**", "server/testing/**", "**/*.test.ts"],
+    rules: { "no-restricted-syntax": ["error", ...noRawSql] },
   },
   {
     // Production code only: tests, test support, scripts and e2e may import anything.

@@ -1,5 +1,6 @@
 // The import graph is a lint rule (eslint.config.mjs), so it is tested like code: an import
-// against it must fail `npm run lint`, and the imports the layout allows must pass.
+// against it must fail `npm run lint`, and the imports the layout allows must pass. So is the
+// database seam: raw SQL outside server/db/ must fail too.
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
 
@@ -51,5 +52,43 @@ describe("import boundaries", () => {
   ])("allows %s", async (_what, file, target) => {
     const ids = await ruleIds(importing(target), file);
     expect(ids.filter((id) => id.startsWith("boundaries/") || id === "no-restricted-imports")).toEqual([]);
+  });
+});
+
+/** A module that runs a raw query through the handle it imports from `client`. */
+const rawQuery = (client: string, call: string) =>
+  `import type { Db } from "${client}";\nexport const run = (db: Db) => ${call};\n`;
+
+describe("raw SQL", () => {
+  it.each([
+    [
+      "$queryRawUnsafe in a capability",
+      "server/gc/example.ts",
+      rawQuery("../db/client.ts", `db.$queryRawUnsafe("SELECT 1")`),
+    ],
+    [
+      "$executeRaw in a capability",
+      "server/content/example.ts",
+      rawQuery("../db/client.ts", "db.$executeRaw`DELETE FROM pins`"),
+    ],
+    [
+      "$queryRaw by a computed name",
+      "server/lineage/example.ts",
+      rawQuery("../db/client.ts", `db["$queryRaw"]\`SELECT 1\``),
+    ],
+    ["$queryRawTyped in the CLI", "cli/example.ts", rawQuery("../server/db/client.ts", "db.$queryRawTyped")],
+  ])("refuses %s", async (_what, file, code) => {
+    expect(await ruleIds(code, file)).toContain("no-restricted-syntax");
+  });
+
+  it.each([
+    [
+      "a statement module",
+      "server/db/statements/example.ts",
+      rawQuery("../client.ts", `db.$queryRawUnsafe("SELECT 1")`),
+    ],
+    ["a test", "server/gc/example.test.ts", rawQuery("../db/client.ts", `db.$queryRawUnsafe("SELECT 1")`)],
+  ])("allows it in %s", async (_what, file, code) => {
+    expect(await ruleIds(code, file)).not.toContain("no-restricted-syntax");
   });
 });
