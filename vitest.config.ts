@@ -6,7 +6,8 @@ export default defineConfig({
   test: {
     include: ["**/*.test.ts"],
     exclude: ["node_modules/**", ".next/**", "e2e/**"],
-    globalSetup: ["./server/testing/global-setup.ts"],
+    // The tests run the compiled CLI (cli/strata.mjs → dist/cli); it is built first when stale.
+    globalSetup: ["./server/testing/global-setup.ts", "./scripts/build-cli.mjs"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

@@ -1,6 +1,24 @@
 #!/usr/bin/env node
-// The `strata` command. The CLI is TypeScript, run through tsx's loader.
-import { register } from "tsx/esm/api";
+// The `strata` command: the CLI compiled to JavaScript in dist/cli by scripts/build-cli.mjs
+// (`npm install`, `npm test` and `npm start` build it). Nothing is compiled at run time, except
+// that a checkout whose sources changed since the last build is built again first (one stat per
+// source file tells).
+import { buildCli, buildState, OUT_DIR } from "../scripts/build-cli.mjs";
 
-register();
-await import("./main.ts");
+const state = buildState();
+if (state !== null) {
+  try {
+    await buildCli();
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    if (state === "missing") {
+      process.stderr.write(
+        `strata: the CLI is not built (${OUT_DIR} is missing or incomplete) and could not be built now:\n` +
+          `  ${why}\n  Build it with \`npm run build:cli\` (npm install does, too).\n`,
+      );
+      process.exit(1);
+    }
+    process.stderr.write(`strata: warning: running the CLI built before its sources last changed (${why})\n`);
+  }
+}
+await import("../dist/cli/main.mjs");

@@ -1,8 +1,10 @@
 // `npm test`: every check, in order, stopping at the first failure.
-// typecheck -> lint (ESLint, knip) -> vitest (SQLite and PostgreSQL) -> next build -> Playwright (Chromium).
+// the CLI's build -> typecheck -> lint (ESLint, knip) -> vitest (SQLite and PostgreSQL) -> next build ->
+// Playwright (Chromium).
 import { spawnSync } from "node:child_process";
 
 const steps = [
+  ["the CLI, compiled to JavaScript (dist/cli)", "node", ["scripts/build-cli.mjs"]],
   ["typecheck", "npx", ["tsc", "--noEmit"]],
   ["lint (ESLint, knip)", "npm", ["run", "--silent", "lint"]],
   ["unit and database tests (SQLite + PostgreSQL)", "npx", ["vitest", "run"]],

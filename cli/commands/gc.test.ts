@@ -1,13 +1,14 @@
 // `strata gc` as an operator runs it, against a catalog of each kind.
 import { spawnSync } from "node:child_process";
 import { expect, it } from "vitest";
+import { STRATA_BIN } from "../../server/testing/cli.ts";
 import { describeEachDatabase } from "../../server/testing/databases.ts";
 import { publishSnapshot } from "../../server/content/layers.ts";
 import { retireSnapshot } from "../../server/lineage/retirement.ts";
 import { createCapturingSnapshot, createOwner, storeBytes, storedLayer } from "../../server/testing/content.ts";
 
 function strata(args: string[], databaseUrl: string) {
-  const run = spawnSync(process.execPath, ["cli/strata.mjs", ...args], {
+  const run = spawnSync(process.execPath, [STRATA_BIN, ...args], {
     encoding: "utf8",
     env: { NODE_ENV: "test", PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", DATABASE_URL: databaseUrl },
     timeout: 60_000,

@@ -1,6 +1,11 @@
 // Test support: runs the `strata` command as a user would, in a process of its own, without
-// blocking the test's process (a test may serve HTTP to it from here).
+// blocking the test's process (a test may serve HTTP to it from here). That is the CLI as it
+// ships, compiled to dist/cli: vitest's global setup builds it when a source is newer.
 import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** The `strata` command (package.json's bin). */
+export const STRATA_BIN = fileURLToPath(new URL("../../cli/strata.mjs", import.meta.url));
 
 export interface StrataRun {
   code: number | null;
@@ -11,7 +16,7 @@ export interface StrataRun {
 /** `strata ARGS` with only the given environment (and PATH, HOME); killed after 90 s. */
 export function runStrata(args: string[], env: Record<string, string>): Promise<StrataRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["cli/strata.mjs", ...args], {
+    const child = spawn(process.execPath, [STRATA_BIN, ...args], {
       env: { NODE_ENV: "test", PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     });
     let stdout = "";

@@ -1,0 +1,141 @@
+// Compiles the `strata` command (cli/main.ts, its commands, the server code they run and the
+// generated Prisma clients) into plain JavaScript in dist/cli/, so no TypeScript is compiled
+// while it runs. Packages from node_modules stay imports (resolved from node_modules at run
+// time); every dynamic import of a command's modules becomes a chunk of its own, loaded only
+// when that command runs.
+//
+//   node scripts/build-cli.mjs             build (writes only files whose content changed)
+//   node scripts/build-cli.mjs --if-stale  build only when a source is newer than the build
+//
+// `npm install` (postinstall), `npm test`, `npm start` and `npm run dev` run it; so do the
+// tests (vitest's global setup). cli/strata.mjs runs dist/cli/main.mjs and rebuilds first when
+// the sources changed since the last build.
+//
+// Every output file lies two directories below the repository (dist/cli/), as the sources do
+// (server/db/, cli/commands/): the paths they compute from import.meta.url (the migrations in
+// prisma/, the app's root) mean the same place in both.
+import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+export const OUT_DIR = path.join(ROOT, "dist", "cli");
+const INFO = path.join(OUT_DIR, "build-info.json");
+/** Besides the modules the bundle reads: what changes how they are compiled. */
+const CONFIG_INPUTS = ["package.json", "tsconfig.json", "scripts/build-cli.mjs"];
+
+function readInfo() {
+  try {
+    return JSON.parse(readFileSync(INFO, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Why the build in dist/cli cannot be used as it is: "missing", or "stale" when a source it was
+ * built from changed (or is gone) since; null when it is current. Costs one stat per source.
+ */
+export function buildState() {
+  const info = readInfo();
+  if (!info || !Array.isArray(info.inputs) || !Array.isArray(info.files)) return "missing";
+  let built;
+  try {
+    built = statSync(INFO).mtimeMs;
+    for (const file of info.files) statSync(path.join(OUT_DIR, file));
+  } catch {
+    return "missing";
+  }
+  for (const input of info.inputs) {
+    const stat = statSync(path.join(ROOT, input), { throwIfNoEntry: false });
+    if (!stat || stat.mtimeMs > built) return "stale";
+  }
+  return null;
+}
+
+/** Writes a file through a temporary name, so a running strata never reads half of it. */
+function writeAtomically(file, contents) {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, contents);
+  renameSync(tmp, file);
+}
+
+function sameContent(file, contents) {
+  try {
+    return readFileSync(file).equals(contents);
+  } catch {
+    return false;
+  }
+}
+
+/** Builds dist/cli. Returns the number of files written (0 when the output was already this). */
+export async function buildCli() {
+  // A source changed while this build ran makes the next check find it stale.
+  const started = new Date();
+  let esbuild;
+  try {
+    esbuild = await import("esbuild");
+  } catch {
+    throw new Error("esbuild is not installed: run `npm install` (it is a devDependency of strata).");
+  }
+  const result = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: ["cli/main.ts"],
+    outdir: OUT_DIR,
+    outExtension: { ".js": ".mjs" },
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    // node_modules stay imports; the project's own modules (and the generated clients) are compiled in.
+    packages: "external",
+    sourcemap: "linked",
+    sourcesContent: false,
+    metafile: true,
+    write: false,
+    logLevel: "warning",
+  });
+  mkdirSync(OUT_DIR, { recursive: true });
+  let written = 0;
+  const files = [];
+  for (const output of result.outputFiles) {
+    files.push(path.relative(OUT_DIR, output.path));
+    if (sameContent(output.path, output.contents)) continue;
+    writeAtomically(output.path, output.contents);
+    written += 1;
+  }
+  // The previous build's files stay one generation (a strata started before this build may
+  // still load a chunk of it); anything older goes.
+  const previous = readInfo();
+  const keep = new Set([...files, ...(Array.isArray(previous?.files) ? previous.files : []), "build-info.json"]);
+  for (const entry of readdirSync(OUT_DIR)) {
+    if (!keep.has(entry) && !entry.endsWith(".tmp")) rmSync(path.join(OUT_DIR, entry), { force: true });
+  }
+  const inputs = [...new Set([...Object.keys(result.metafile.inputs), ...CONFIG_INPUTS])].sort();
+  // Written last: its modification time is the build's.
+  writeAtomically(INFO, `${JSON.stringify({ files: files.sort(), inputs }, null, 1)}\n`);
+  utimesSync(INFO, started, started);
+  return written;
+}
+
+/** vitest's global setup (vitest.config.ts): the tests run the CLI as it ships, built first when stale. */
+export async function setup() {
+  if (buildState() !== null) await buildCli();
+}
+
+async function main() {
+  const ifStale = process.argv.includes("--if-stale");
+  if (ifStale && buildState() === null) return;
+  const t0 = Date.now();
+  const written = await buildCli();
+  const ms = Date.now() - t0;
+  process.stdout.write(`strata CLI built into dist/cli (${written} file(s) changed, ${ms} ms)\n`);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main().catch((error) => {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}
