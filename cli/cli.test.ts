@@ -7,12 +7,14 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { readMigrations } from "../server/db/migrate.ts";
+import { STRATA_BIN } from "../server/testing/cli.ts";
+import pkg from "../package.json" with { type: "json" };
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "strata-cli-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 function strata(args: string[], env: Record<string, string> = {}) {
-  const run = spawnSync(process.execPath, ["cli/strata.mjs", ...args], {
+  const run = spawnSync(process.execPath, [STRATA_BIN, ...args], {
     encoding: "utf8",
     env: {
       NODE_ENV: "test",
@@ -27,6 +29,20 @@ function strata(args: string[], env: Record<string, string> = {}) {
 }
 
 describe("strata CLI", () => {
+  it("prints its version (package.json's) and its commands without opening a catalog", () => {
+    for (const flag of ["--version", "-V"]) {
+      const run = strata([flag], { DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none" });
+      expect(run.code).toBe(0);
+      expect(run.stdout).toBe(`${pkg.version}\n`);
+    }
+    const help = strata(["--help"], { DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none" });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/capture \[options\] \[dir\]\s+capture a git checkout/);
+    const commandHelp = strata(["help", "capture"]);
+    expect(commandHelp.code).toBe(0);
+    expect(commandHelp.stdout).toContain("--context <id>");
+  });
+
   it("migrates the embedded catalog, then reports it up to date", () => {
     const first = strata(["migrate", "--json"]);
     expect(first.code).toBe(0);

@@ -1,21 +1,8 @@
 import type { Command } from "commander";
-import { loadConfig } from "../../server/config/config.ts";
-import { openCatalog } from "../../server/db/client.ts";
-import { createAgent, createAgentToken, listAgents, revokeAgentTokens } from "../../server/auth/agents.ts";
+import { withCatalog } from "../catalog.ts";
 import { emit } from "../output.ts";
-import { runMigrate } from "./migrate.ts";
 
-/** Opens the configured catalog (migrated), runs fn, and closes it. */
-export async function withCatalog<T>(fn: (db: ReturnType<typeof openCatalog>["db"]) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  await runMigrate(config.databaseUrl);
-  const catalog = openCatalog(config.databaseUrl, { poolSize: 2 });
-  try {
-    return await fn(catalog.db);
-  } finally {
-    await catalog.close();
-  }
-}
+const agents = () => import("../../server/auth/agents.ts");
 
 export function registerAgent(program: Command): void {
   const agent = program.command("agent").description("manage agents and their API tokens");
@@ -26,6 +13,7 @@ export function registerAgent(program: Command): void {
     .description("create an agent and print its token (shown once)")
     .option("--json", "print the result as JSON")
     .action(async (name: string, opts: { json?: boolean }) => {
+      const { createAgent } = await agents();
       const issued = await withCatalog((db) => createAgent(db, { name }));
       emit(
         Boolean(opts.json),
@@ -42,6 +30,7 @@ export function registerAgent(program: Command): void {
     .option("--label <label>", "a note to tell tokens apart")
     .option("--json", "print the result as JSON")
     .action(async (name: string, opts: { json?: boolean; label?: string }) => {
+      const { createAgentToken } = await agents();
       const issued = await withCatalog((db) => createAgentToken(db, { name, label: opts.label }));
       emit(Boolean(opts.json), issued, `New token for ${issued.agentName}, shown only now:\n\n  ${issued.token}\n`);
     });
@@ -53,6 +42,7 @@ export function registerAgent(program: Command): void {
     .option("--json", "print the result as JSON")
     .description("revoke an agent's tokens (all, or one by prefix)")
     .action(async (name: string, opts: { json?: boolean; prefix?: string }) => {
+      const { revokeAgentTokens } = await agents();
       const revoked = await withCatalog((db) => revokeAgentTokens(db, { name, prefix: opts.prefix }));
       emit(Boolean(opts.json), { agentName: name, revoked }, `Revoked ${revoked} token(s) of ${name}.`);
     });
@@ -62,11 +52,12 @@ export function registerAgent(program: Command): void {
     .option("--json", "print the result as JSON")
     .description("list agents and their tokens (prefixes only)")
     .action(async (opts: { json?: boolean }) => {
-      const agents = await withCatalog((db) => listAgents(db));
-      const lines = agents.map(
+      const { listAgents } = await agents();
+      const listed = await withCatalog((db) => listAgents(db));
+      const lines = listed.map(
         (a) =>
           `${a.name}  tokens: ${a.tokens.map((t) => `${t.prefix}…${t.revokedAt ? " (revoked)" : ""}`).join(", ") || "none"}`,
       );
-      emit(Boolean(opts.json), agents, lines.join("\n") || "No agents yet: strata agent create NAME");
+      emit(Boolean(opts.json), listed, lines.join("\n") || "No agents yet: strata agent create NAME");
     });
 }

@@ -13,7 +13,7 @@ import {
 import { localAgent, serverTarget } from "../connection.ts";
 import { CliError, EXIT, emit, progress, progressDone } from "../output.ts";
 import { remoteCatalog } from "../strata-client.ts";
-import { withCatalog } from "./agent.ts";
+import { withCatalog } from "../catalog.ts";
 
 /**
  * Exit codes of `strata capture`, beyond the shared ones (0 ok, 1 failure, 2 usage, 3 config,

@@ -1,8 +1,6 @@
 import type { Command } from "commander";
-import { loadConfig } from "../../server/config/config.ts";
-import { demoDirectory, runDemo } from "../demo.ts";
+import { withCatalog } from "../catalog.ts";
 import { emit, progressDone } from "../output.ts";
-import { withCatalog } from "./agent.ts";
 
 export function registerDemo(program: Command): void {
   program
@@ -10,6 +8,10 @@ export function registerDemo(program: Command): void {
     .description("fill an empty catalog with a realistic history made by real captures and restores")
     .option("--json", "print the summary as JSON")
     .action(async (opts: { json?: boolean }) => {
+      const [{ loadConfig }, { demoDirectory, runDemo }] = await Promise.all([
+        import("../../server/config/config.ts"),
+        import("../demo.ts"),
+      ]);
       const config = loadConfig();
       const summary = await withCatalog((db) =>
         runDemo({

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
+// The collector's defaults are shown by `strata gc collect --help`, so this module loads it.
 import { collectGarbage, DEFAULT_GC_SETTINGS, listCollectionRuns } from "../../server/gc/collect-garbage.ts";
-import { releaseRetiredHeads } from "../../server/lineage/retirement.ts";
+import { withCatalog } from "../catalog.ts";
 import { CliError, EXIT, emit } from "../output.ts";
-import { withCatalog } from "./agent.ts";
 
 function whole(value: string, name: string, min = 0): number {
   const n = Number(value);
@@ -53,6 +53,7 @@ export function registerGc(program: Command): void {
     .description("release the heads of retired snapshots that no active pin protects")
     .option("--json", "print the result as JSON")
     .action(async (opts: { json?: boolean }) => {
+      const { releaseRetiredHeads } = await import("../../server/lineage/retirement.ts");
       const tally = await withCatalog((db) => releaseRetiredHeads(db));
       emit(
         Boolean(opts.json),

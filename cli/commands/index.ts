@@ -1,13 +1,13 @@
-// Which module defines each top-level command. `strata capture …` loads only the capture
-// module, not the dashboard server, the job queue and the auth library the other commands
-// need: it starts in half the time and with a smaller process, and every git process a
-// capture starts is cheaper for it (Node forks its whole memory to start a child).
-import type { Command } from "commander";
+// Which module defines each top-level command, and what `strata --help` says of it. A command
+// loads only its own module, and a module loads what its commands run only when one runs: `strata
+// capture` never loads the dashboard server, the job queue or the auth library, and `strata
+// --help` (which lists every command from the table below) loads no command module at all.
+import { Command, Help } from "commander";
 
 type Register = (program: Command) => void;
 
-/** Command modules in the order `strata --help` lists them. */
-const MODULES: Record<string, () => Promise<Register>> = {
+/** Command modules in the order `strata --help` lists their commands. */
+const MODULES = {
   serve: async () => (await import("./serve.ts")).registerServe,
   migrate: async () => (await import("./migrate.ts")).registerMigrate,
   agent: async () => (await import("./agent.ts")).registerAgent,
@@ -18,41 +18,112 @@ const MODULES: Record<string, () => Promise<Register>> = {
   user: async () => (await import("./user.ts")).registerUser,
   worker: async () => (await import("./worker.ts")).registerWorker,
   restore: async () => (await import("./restore.ts")).registerRestore,
-};
+} satisfies Record<string, () => Promise<Register>>;
 
-/** Each top-level command and the module (a key of MODULES) that registers it. */
-export const COMMAND_MODULES: Readonly<Record<string, keyof typeof MODULES>> = {
-  serve: "serve",
-  migrate: "migrate",
-  agent: "agent",
-  demo: "demo",
-  capture: "capture",
-  gc: "gc",
-  sweep: "sweep",
-  user: "user",
-  worker: "worker",
-  restore: "restore",
-  acquire: "restore",
-  export: "restore",
-  import: "restore",
-};
+type ModuleName = keyof typeof MODULES;
 
-export const COMMAND_MODULE_NAMES = Object.keys(MODULES);
-
-/** Registers one module's commands. */
-export async function registerModule(program: Command, module: string): Promise<void> {
-  const load = MODULES[module];
-  if (!load) throw new Error(`no command module ${module}`);
-  (await load())(program);
+export interface TopCommand {
+  /** The module that registers it. */
+  module: ModuleName;
+  /** How `strata --help` shows it: its name, `[options]`, its arguments. */
+  term: string;
+  description: string;
 }
 
 /**
- * Registers what `argv` needs: the module of the command it names, or every module when it
- * names none or one this table does not know (help, a flag, a typo: commander answers those
- * with the whole list).
+ * Each top-level command as its module registers it (index.test.ts holds the two together), so
+ * the list of commands needs none of the modules.
+ */
+export const COMMANDS: Readonly<Record<string, TopCommand>> = {
+  serve: {
+    module: "serve",
+    term: "serve [options]",
+    description: "migrate the catalog, then serve the dashboard and the API",
+  },
+  migrate: {
+    module: "migrate",
+    term: "migrate [options]",
+    description: "apply pending catalog migrations to DATABASE_URL (default: the embedded SQLite file)",
+  },
+  agent: { module: "agent", term: "agent", description: "manage agents and their API tokens" },
+  demo: {
+    module: "demo",
+    term: "demo [options]",
+    description: "fill an empty catalog with a realistic history made by real captures and restores",
+  },
+  capture: {
+    module: "capture",
+    term: "capture [options] [dir]",
+    description: "capture a git checkout and publish it: a checkpoint of a work context, or a baseline",
+  },
+  gc: { module: "gc", term: "gc", description: "garbage collection of layers and blobs" },
+  sweep: {
+    module: "sweep",
+    term: "sweep [options]",
+    description: "retire stale checkpoint heads and hand expired snapshots to garbage collection",
+  },
+  user: { module: "user", term: "user", description: "manage dashboard users (operator, support, admin)" },
+  worker: {
+    module: "worker",
+    term: "worker [options]",
+    description: "run capture and restore jobs addressed to this host, and the sweeper and collection on a schedule",
+  },
+  restore: {
+    module: "restore",
+    term: "restore [options] <snapshot>",
+    description: "restore a snapshot into a new or empty directory, verified to its recorded tree",
+  },
+  acquire: {
+    module: "restore",
+    term: "acquire [options]",
+    description: "decide where a workspace starts (its checkpoint, the baseline, or cold) and restore it, in one step",
+  },
+  export: {
+    module: "restore",
+    term: "export [options] <snapshot>",
+    description: "write a snapshot with its blobs inline to a .strata file (stdout by default)",
+  },
+  import: {
+    module: "restore",
+    term: "import [options] <file>",
+    description: "check every blob of an export against its hash, then store the snapshot in this catalog",
+  },
+};
+
+export const COMMAND_MODULE_NAMES = Object.keys(MODULES) as ModuleName[];
+
+/** Registers one module's commands. */
+export async function registerModule(program: Command, module: string): Promise<void> {
+  if (!Object.hasOwn(MODULES, module)) throw new Error(`no command module ${module}`);
+  (await MODULES[module as ModuleName]())(program);
+}
+
+function commandNamed(name: string | undefined): TopCommand | undefined {
+  return name !== undefined && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+}
+
+/**
+ * Every command as a name and a description only, for the list `strata --help` prints (and
+ * commander's answer to a command it does not know).
+ */
+function registerSummaries(program: Command): void {
+  const terms = new Map<Command, string>();
+  for (const [name, { term, description }] of Object.entries(COMMANDS)) {
+    const summary = new Command(name).description(description);
+    terms.set(summary, term);
+    program.addCommand(summary);
+  }
+  const help = new Help();
+  program.configureHelp({ subcommandTerm: (cmd) => terms.get(cmd) ?? help.subcommandTerm(cmd) });
+}
+
+/**
+ * Registers what `argv` needs: the module of the command it names (also after `help`), or the
+ * summaries of every command when it names none or one the table does not know (help, a flag,
+ * a typo: commander answers those with the whole list).
  */
 export async function registerCommands(program: Command, argv: readonly string[]): Promise<void> {
-  const name = argv[2] ?? "";
-  const module = Object.hasOwn(COMMAND_MODULES, name) ? COMMAND_MODULES[name] : undefined;
-  for (const each of module ? [module] : COMMAND_MODULE_NAMES) await registerModule(program, each);
+  const named = commandNamed(argv[2]) ?? (argv[2] === "help" ? commandNamed(argv[3]) : undefined);
+  if (named) await registerModule(program, named.module);
+  else registerSummaries(program);
 }

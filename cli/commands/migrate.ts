@@ -1,18 +1,6 @@
 import type { Command } from "commander";
-import { loadConfig } from "../../server/config/config.ts";
-import { migrate } from "../../server/db/migrate.ts";
-import { CliError, EXIT, emit } from "../output.ts";
-
-export async function runMigrate(databaseUrl: string) {
-  try {
-    return await migrate(databaseUrl);
-  } catch (error) {
-    throw new CliError(
-      `could not migrate the ${databaseUrl.startsWith("file:") ? "SQLite" : "PostgreSQL"} catalog: ${(error as Error).message}`,
-      EXIT.DATABASE,
-    );
-  }
-}
+import { runMigrate } from "../catalog.ts";
+import { emit } from "../output.ts";
 
 export function registerMigrate(program: Command): void {
   program
@@ -20,6 +8,7 @@ export function registerMigrate(program: Command): void {
     .description("apply pending catalog migrations to DATABASE_URL (default: the embedded SQLite file)")
     .option("--json", "print the result as JSON")
     .action(async (opts: { json?: boolean }) => {
+      const { loadConfig } = await import("../../server/config/config.ts");
       const config = loadConfig();
       const result = await runMigrate(config.databaseUrl);
       emit(

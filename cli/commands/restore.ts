@@ -14,19 +14,13 @@ import type { Command } from "commander";
 import { isStrataError, StrataError } from "../../server/domain/errors.ts";
 import { RESTORE_PHASES, type RestoreResult } from "../../server/domain/restore-result.ts";
 import type { RestoreProgress } from "../../server/git/restore.ts";
-import {
-  acquireAndRestore,
-  localRestorePort,
-  restoreSnapshot,
-  type AcquireAndRestoreResult,
-  type RestorePort,
-} from "../../server/restore/restore-snapshot.ts";
-import { exportSnapshot } from "../../server/transfer/snapshot-export.ts";
-import { importSnapshotFile } from "../../server/transfer/snapshot-import.ts";
-import { remoteRestorePort } from "../restore-client.ts";
-import { localAgent, serverTarget } from "../connection.ts";
+import type { AcquireAndRestoreResult, RestorePort } from "../../server/restore/restore-snapshot.ts";
+import { withCatalog } from "../catalog.ts";
 import { CliError, EXIT, emit, progress } from "../output.ts";
-import { withCatalog } from "./agent.ts";
+
+// What the commands run, loaded when one runs.
+const restoring = () => import("../../server/restore/restore-snapshot.ts");
+const connection = () => import("../connection.ts");
 
 /** Exit codes of these commands, beyond the shared ones (0 ok, 1 failure, 2 usage, 3 config). */
 export const RESTORE_EXIT = {
@@ -109,8 +103,13 @@ interface ConnectionFlags {
 
 /** Runs fn with the catalog the flags name: a server over HTTP, or this machine's database. */
 async function withRestorePort<T>(flags: ConnectionFlags, fn: (port: RestorePort) => Promise<T>): Promise<T> {
+  const { localAgent, serverTarget } = await connection();
   const server = serverTarget(flags.server);
-  if (server) return fn(remoteRestorePort(server));
+  if (server) {
+    const { remoteRestorePort } = await import("../restore-client.ts");
+    return fn(remoteRestorePort(server));
+  }
+  const { localRestorePort } = await restoring();
   return withCatalog(async (db) => fn(localRestorePort(db, await localAgent(db, flags.agent))));
 }
 
@@ -247,6 +246,7 @@ export function registerRestore(program: Command): void {
   ).action(async (snapshotId: string, flags: RestoreFlags) => {
     const json = Boolean(flags.json);
     await reporting(json, "restore", async () => {
+      const { restoreSnapshot } = await restoring();
       const report = await withRestorePort(flags, (port) =>
         restoreSnapshot(port, {
           snapshotId,
@@ -288,6 +288,7 @@ export function registerRestore(program: Command): void {
     const json = Boolean(flags.json);
     await reporting(json, "restore", async () => {
       const into = resolve(flags.into);
+      const { acquireAndRestore } = await restoring();
       const done = await withRestorePort(flags, (port) =>
         acquireAndRestore(port, {
           acquire: {
@@ -331,6 +332,10 @@ export function registerRestore(program: Command): void {
             EXIT.USAGE,
           );
         }
+        const [{ exportSnapshot }, { localAgent }] = await Promise.all([
+          import("../../server/transfer/snapshot-export.ts"),
+          connection(),
+        ]);
         const out: Writable = flags.output ? createWriteStream(resolve(flags.output), { flags: "wx" }) : process.stdout;
         const summary = await withCatalog(async (db) =>
           exportSnapshot(db, { agent: await localAgent(db, flags.agent), snapshotId, out }),
@@ -361,6 +366,10 @@ export function registerRestore(program: Command): void {
           await pipeline(process.stdin, createWriteStream(path));
         }
         try {
+          const [{ importSnapshotFile }, { localAgent }] = await Promise.all([
+            import("../../server/transfer/snapshot-import.ts"),
+            connection(),
+          ]);
           const result = await withCatalog(async (db) =>
             importSnapshotFile(db, { agent: await localAgent(db, flags.agent), file: path }),
           );

@@ -9,7 +9,7 @@ import { describeDatabase, loadConfig, type Config } from "../../server/config/c
 import { openCatalog } from "../../server/db/client.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
-import { runMigrate } from "./migrate.ts";
+import { runMigrate } from "../catalog.ts";
 import { workerSettings } from "./worker.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));

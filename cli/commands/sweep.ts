@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { DEFAULT_SWEEP_SETTINGS } from "../../server/domain/retention.ts";
-import { sweepSnapshots } from "../../server/lineage/sweeper.ts";
+import { withCatalog } from "../catalog.ts";
 import { CliError, EXIT, emit } from "../output.ts";
-import { withCatalog } from "./agent.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -25,6 +24,7 @@ export function registerSweep(program: Command): void {
         staleAfterMs: days(opts.staleDays, "stale-days"),
         retentionMs: days(opts.retentionDays, "retention-days"),
       };
+      const { sweepSnapshots } = await import("../../server/lineage/sweeper.ts");
       const result = await withCatalog((db) => sweepSnapshots(db, { now: new Date(), settings }));
       const moved = result.movedToDeleting;
       emit(

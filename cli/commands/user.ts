@@ -1,13 +1,16 @@
 import type { Command } from "commander";
 import { USER_ROLES, type UserRole } from "../../server/domain/scope.ts";
-import { createUser, listUsers, setUserRole } from "../../server/auth/dashboard-auth.ts";
+import { withCatalog } from "../catalog.ts";
 import { CliError, EXIT, emit } from "../output.ts";
-import { withCatalog } from "./agent.ts";
+
+const users = () => import("../../server/auth/dashboard-auth.ts");
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
 }
 
 function role(value: string): UserRole {
@@ -27,21 +30,20 @@ export function registerUser(program: Command): void {
     .option("--password-stdin", "read the password from standard input instead of generating one")
     .option("--json", "print the result as JSON")
     .description("create a user; a generated password is printed once")
-    .action(
-      async (email: string, opts: { role: string; name?: string; passwordStdin?: boolean; json?: boolean }) => {
-        const password = opts.passwordStdin ? await readStdin() : undefined;
-        const created = await withCatalog((db) =>
-          createUser(db, { email, role: role(opts.role), name: opts.name, password }),
-        );
-        const shown = created.generated ? created : { ...created, password: undefined };
-        emit(
-          Boolean(opts.json),
-          shown,
-          `Created ${created.role} ${created.email}.` +
-            (created.generated ? ` Password, shown only now:\n\n  ${created.password}\n` : ""),
-        );
-      },
-    );
+    .action(async (email: string, opts: { role: string; name?: string; passwordStdin?: boolean; json?: boolean }) => {
+      const password = opts.passwordStdin ? await readStdin() : undefined;
+      const { createUser } = await users();
+      const created = await withCatalog((db) =>
+        createUser(db, { email, role: role(opts.role), name: opts.name, password }),
+      );
+      const shown = created.generated ? created : { ...created, password: undefined };
+      emit(
+        Boolean(opts.json),
+        shown,
+        `Created ${created.role} ${created.email}.` +
+          (created.generated ? ` Password, shown only now:\n\n  ${created.password}\n` : ""),
+      );
+    });
 
   user
     .command("role")
@@ -50,6 +52,7 @@ export function registerUser(program: Command): void {
     .option("--json", "print the result as JSON")
     .description("change a user's role")
     .action(async (email: string, newRole: string, opts: { json?: boolean }) => {
+      const { setUserRole } = await users();
       await withCatalog((db) => setUserRole(db, { email, role: role(newRole) }));
       emit(Boolean(opts.json), { email, role: newRole }, `${email} is now ${newRole}.`);
     });
@@ -59,11 +62,12 @@ export function registerUser(program: Command): void {
     .option("--json", "print the result as JSON")
     .description("list dashboard users")
     .action(async (opts: { json?: boolean }) => {
-      const users = await withCatalog((db) => listUsers(db));
+      const { listUsers } = await users();
+      const listed = await withCatalog((db) => listUsers(db));
       emit(
         Boolean(opts.json),
-        users,
-        users.map((u) => `${u.email}  ${u.role}`).join("\n") || "No users yet: strata user create EMAIL --role admin",
+        listed,
+        listed.map((u) => `${u.email}  ${u.role}`).join("\n") || "No users yet: strata user create EMAIL --role admin",
       );
     });
 }

@@ -1,11 +1,8 @@
 import type { Command } from "commander";
-import { describeDatabase, loadConfig, type Config } from "../../server/config/config.ts";
-import { openCatalog } from "../../server/db/client.ts";
-import { hostNameSchema } from "../../server/domain/jobs.ts";
-import { startWorkerProcess } from "../../server/jobs/worker-process.ts";
+import type { Config } from "../../server/config/config.ts";
 import type { WorkerEvent } from "../../server/jobs/worker.ts";
+import { openMigratedCatalog } from "../catalog.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
-import { runMigrate } from "./migrate.ts";
 
 /** One line per job event on stderr (stdout stays free for scripts). */
 /** What the configuration says about a worker, for `strata worker` and the one `strata serve` runs. */
@@ -57,14 +54,18 @@ export function registerWorker(program: Command): void {
     .option("--host <name>", "the host name jobs are addressed to (default: STRATA_HOST, else the machine's name)")
     .option("--poll-ms <ms>", "how long to wait between polls when there is nothing to do", "1000")
     .action(async (opts: { host?: string; pollMs: string }) => {
+      const [{ describeDatabase, loadConfig }, { hostNameSchema }, { startWorkerProcess }] = await Promise.all([
+        import("../../server/config/config.ts"),
+        import("../../server/domain/jobs.ts"),
+        import("../../server/jobs/worker-process.ts"),
+      ]);
       const config = loadConfig();
       const host = hostNameSchema.safeParse(opts.host ?? config.host);
       if (!host.success) throw new CliError(`--host: ${host.error.issues[0]?.message ?? "invalid"}`, EXIT.USAGE);
       const pollMs = Number(opts.pollMs);
       if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError("--poll-ms must be an integer ≥ 10", EXIT.USAGE);
 
-      await runMigrate(config.databaseUrl);
-      const catalog = openCatalog(config.databaseUrl, { poolSize: 4 });
+      const { catalog } = await openMigratedCatalog(config.databaseUrl, { poolSize: 4 });
       const checkpoint = pauseSeam();
       const worker = await startWorkerProcess({
         catalog,

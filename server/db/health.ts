@@ -9,6 +9,15 @@ export interface Health {
   databaseTime: string;
 }
 
+/** The newest migration applied to a catalog (column `name`), the same SQL on both databases. */
+export const NEWEST_APPLIED_MIGRATION = `SELECT migration_name AS name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name DESC LIMIT 1`;
+
+/** The newest migration applied to the catalog, or null; fails when it has no migration history. */
+export async function newestAppliedMigration(db: Db): Promise<string | null> {
+  const rows = await db.$queryRawUnsafe<{ name: string }[]>(NEWEST_APPLIED_MIGRATION);
+  return rows[0]?.name ?? null;
+}
+
 /** Reports the database kind, the latest applied migration and the database's clock. */
 export async function getHealth(db: Db): Promise<Health> {
   const dialect = dialectOf(db);

@@ -4,8 +4,9 @@ import pg from "pg";
 import { parseIntoClientConfig } from "pg-connection-string";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { sqlitePath, type DatabaseKind } from "./client.ts";
-import { migrate, readMigrations } from "./migrate.ts";
+import { openCatalog, sqlitePath, type DatabaseKind } from "./client.ts";
+import { newestAppliedMigration } from "./health.ts";
+import { ensureMigrated, migrate, readMigrations, sqliteFile } from "./migrate.ts";
 import { createEmptyDatabase, type EmptyDatabase } from "../testing/databases.ts";
 
 type Shape = Record<string, string[]>;
@@ -90,6 +91,45 @@ describe("migrations", () => {
       );
     });
   }
+
+  for (const kind of ["sqlite", "postgres"] as const) {
+    it(`checks a ${kind} catalog with one query, and migrates only one that is new, behind or ahead`, async () => {
+      const all = readMigrations(kind).map((m) => m.name);
+      const db = await fresh(kind);
+      const catalog = openCatalog(db.url);
+      try {
+        let asked = 0;
+        const newest = () => (asked++, newestAppliedMigration(catalog.db));
+        // No history at all: the query fails, so it migrates.
+        expect((await ensureMigrated(db.url, newest)).applied).toEqual(all);
+        expect(await ensureMigrated(db.url, newest)).toEqual({ kind, applied: [], latest: all.at(-1) });
+        expect(asked).toBe(2);
+
+        const behind = await fresh(kind);
+        await migrate(behind.url, { migrations: readMigrations(kind).slice(0, -1) });
+        const other = openCatalog(behind.url);
+        try {
+          const result = await ensureMigrated(behind.url, () => newestAppliedMigration(other.db));
+          expect(result.applied).toEqual(all.slice(-1));
+        } finally {
+          await other.close();
+        }
+
+        await catalog.db.$executeRawUnsafe(
+          `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, finished_at) VALUES ('x', 'y', '29990101000000_future', CURRENT_TIMESTAMP)`,
+        );
+        await expect(ensureMigrated(db.url, newest)).rejects.toThrow(/does not know/);
+      } finally {
+        await catalog.close();
+      }
+    });
+  }
+
+  it("reads a SQLite URL's file as the catalog client does", () => {
+    for (const url of ["file:./.strata/strata.db", "file:/tmp/a b.db?connection_limit=1", "file::memory:"]) {
+      expect(sqliteFile(url)).toBe(sqlitePath(url));
+    }
+  });
 
   it("refuses a database whose applied migration was edited afterwards", async () => {
     const db = await fresh("sqlite");

@@ -1,14 +1,15 @@
 // Applies the committed migrations of prisma/<provider>/migrations, in name order, each in its
 // own transaction, recording them in Prisma's own `_prisma_migrations` table so the Prisma CLI
 // sees the same history. Concurrent callers (several processes starting at once) are serialized.
+//
+// A process that opens the catalog does not migrate it: it checks, with one query, that the
+// newest migration applied is the newest this version knows (ensureMigrated), and only
+// migrates when it is not. Each database's driver is loaded when that database is migrated.
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync, readdirSync, existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
-import pg from "pg";
-import { parseIntoClientConfig } from "pg-connection-string";
-import { sqlitePath } from "./client.ts";
+import type { ClientConfig } from "pg";
 import { kindOfUrl, type DatabaseKind } from "./dialect.ts";
 
 export interface Migration {
@@ -29,6 +30,11 @@ function migrationsDir(kind: DatabaseKind): string {
   return path.join(PRISMA_DIR, kind === "postgres" ? "postgres" : "sqlite", "migrations");
 }
 
+/** The file a SQLite URL names, as openCatalog reads it (client.ts's sqlitePath, without loading Prisma). */
+export function sqliteFile(url: string): string {
+  return url.replace(/^file:/, "").replace(/\?.*$/, "");
+}
+
 export function readMigrations(kind: DatabaseKind): Migration[] {
   const dir = migrationsDir(kind);
   return readdirSync(dir, { withFileTypes: true })
@@ -39,6 +45,38 @@ export function readMigrations(kind: DatabaseKind): Migration[] {
       const sql = readFileSync(path.join(dir, name, "migration.sql"), "utf8");
       return { name, sql, checksum: createHash("sha256").update(sql).digest("hex") };
     });
+}
+
+/**
+ * The newest migration this version of Strata knows: the last folder, by name, that holds a
+ * migration.sql (what readMigrations would end with, without reading the files).
+ */
+function latestMigration(kind: DatabaseKind): string | null {
+  const dir = migrationsDir(kind);
+  const names = readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+  for (let i = names.length - 1; i >= 0; i--) {
+    const name = names[i] as string;
+    if (existsSync(path.join(dir, name, "migration.sql"))) return name;
+  }
+  return null;
+}
+
+/**
+ * Makes sure the catalog at `url` is migrated, at the cost of one query when it is:
+ * `newestApplied` reads the newest applied migration on a connection the caller opened anyway
+ * (health.ts has the query). When it is not this version's newest (a new database, one behind,
+ * one a newer Strata migrated) or cannot be read, migrate() runs and decides: it applies what
+ * is pending, or refuses a history it does not know.
+ */
+export async function ensureMigrated(url: string, newestApplied: () => Promise<string | null>): Promise<MigrateResult> {
+  const kind = kindOfUrl(url);
+  const latest = latestMigration(kind);
+  const applied = await newestApplied().catch(() => undefined);
+  if (applied !== undefined && applied === latest) return { kind, applied: [], latest };
+  return migrate(url);
 }
 
 class MigrationError extends Error {
@@ -89,7 +127,11 @@ const SQLITE_HISTORY = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
 const PG_MIGRATION_LOCK = 7_201_455_513;
 
 async function migratePostgres(url: string, migrations: Migration[]): Promise<string[]> {
-  const client = new pg.Client(parseIntoClientConfig(url) as pg.ClientConfig);
+  const [{ default: pg }, { parseIntoClientConfig }] = await Promise.all([
+    import("pg"),
+    import("pg-connection-string"),
+  ]);
+  const client = new pg.Client(parseIntoClientConfig(url) as ClientConfig);
   await client.connect();
   try {
     await client.query("SELECT pg_advisory_lock($1)", [PG_MIGRATION_LOCK]);
@@ -119,8 +161,9 @@ async function migratePostgres(url: string, migrations: Migration[]): Promise<st
   }
 }
 
-function migrateSqlite(url: string, migrations: Migration[]): string[] {
-  const file = sqlitePath(url);
+async function migrateSqlite(url: string, migrations: Migration[]): Promise<string[]> {
+  const { default: Database } = await import("better-sqlite3");
+  const file = sqliteFile(url);
   if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file, { timeout: 15_000 });
   try {
@@ -162,6 +205,6 @@ function migrateSqlite(url: string, migrations: Migration[]): string[] {
 export async function migrate(url: string, options: { migrations?: Migration[] } = {}): Promise<MigrateResult> {
   const kind = kindOfUrl(url);
   const migrations = options.migrations ?? readMigrations(kind);
-  const applied = kind === "postgres" ? await migratePostgres(url, migrations) : migrateSqlite(url, migrations);
+  const applied = kind === "postgres" ? await migratePostgres(url, migrations) : await migrateSqlite(url, migrations);
   return { kind, applied, latest: migrations.at(-1)?.name ?? null };
 }
