@@ -6,7 +6,9 @@ import { listAuditEvents } from "../audit/audit-log.ts";
 import { collectionOverview, runCollectionNow } from "../gc/collection-overview.ts";
 import { inspectPins } from "./pin-inspection.ts";
 import { pinSnapshot } from "../content/pins.ts";
-import { previewRetirement, retireLineageByUser, retireSnapshotByUser } from "./retirement-preview.ts";
+import { previewRetirement } from "./retirement-preview.ts";
+import { retireLineageByUser } from "../lineage/retire-lineage-by-user.ts";
+import { retireSnapshotByUser } from "../lineage/retire-snapshot-by-user.ts";
 import { createOwner } from "../testing/content.ts";
 import { buildHistory, makeUser } from "../testing/dashboard.ts";
 

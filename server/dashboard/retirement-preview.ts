@@ -1,27 +1,20 @@
-// Retirement from the dashboard: what retiring a snapshot or a lineage will do (which
-// snapshots leave restore eligibility, which stay protected by active pins, what collection
-// may then reclaim), and the retirements themselves, by a signed-in user with a reason.
-// The state changes are the existing services' (retirement.ts, lineages.ts); this adds the
-// preview and the user's reason.
+// Retirement from the dashboard, read before it is done: what retiring a snapshot or a lineage
+// will do (which snapshots leave restore eligibility, which stay protected by active pins, what
+// collection may then reclaim). The retirements themselves, by a signed-in user with a reason,
+// are lineage/'s (retire-snapshot-by-user.ts, retire-lineage-by-user.ts).
 import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
-import type { UserScope } from "../domain/scope.ts";
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { dbNow } from "../db/sql.ts";
-import { retireLineage } from "../lineage/lineages.ts";
-import { HEAD_RELEASE_STATES, retireSnapshot } from "../lineage/retirement.ts";
-import { clientFields } from "../domain/client-fields.ts";
+import { HEAD_RELEASE_STATES } from "../lineage/retirement.ts";
 
 export const retirementSubjectInput = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("snapshot"), id: entityIdSchema }),
   z.strictObject({ kind: z.literal("lineage"), id: entityIdSchema }),
 ]);
 export type RetirementSubjectInput = z.input<typeof retirementSubjectInput>;
-
-/** Why a person retires something; it goes to the audit log. */
-const retirementReasonSchema = z.string().trim().min(3, "say why in a few words").max(500);
 
 const LAYER_WALK_LIMIT = 5_000;
 const RETIRED = new Set<string>(HEAD_RELEASE_STATES);
@@ -221,37 +214,5 @@ export async function previewRetirement(db: Db, input: RetirementSubjectInput) {
     releasedAtNextCollection: released.length,
     reclaim,
     notes,
-  };
-}
-
-export const retireSnapshotByUserInput = z.strictObject({ snapshotId: entityIdSchema, reason: retirementReasonSchema });
-export type RetireSnapshotByUserInput = z.input<typeof retireSnapshotByUserInput>;
-
-/** Retires one snapshot for a dashboard user; the audit event carries the user and the reason. */
-export async function retireSnapshotByUser(db: Db, opts: RetireSnapshotByUserInput & { user: UserScope }) {
-  const input = retireSnapshotByUserInput.parse(clientFields(opts, "user"));
-  return retireSnapshot(db, {
-    snapshotId: input.snapshotId,
-    actor: { type: "user", id: opts.user.userId },
-    reason: input.reason,
-  });
-}
-
-export const retireLineageByUserInput = z.strictObject({ lineageId: entityIdSchema, reason: retirementReasonSchema });
-export type RetireLineageByUserInput = z.input<typeof retireLineageByUserInput>;
-
-/** Retires a lineage for a dashboard user (reason `operator`, the person's words as the note). */
-export async function retireLineageByUser(db: Db, opts: RetireLineageByUserInput & { user: UserScope }) {
-  const input = retireLineageByUserInput.parse(clientFields(opts, "user"));
-  const result = await retireLineage(db, {
-    lineageId: input.lineageId,
-    reason: "operator",
-    note: input.reason,
-    actor: { kind: "user", user: opts.user },
-  });
-  return {
-    lineageId: result.lineage.id,
-    alreadyRetired: result.alreadyRetired,
-    retiredSnapshotIds: result.retiredSnapshotIds,
   };
 }

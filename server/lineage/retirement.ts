@@ -3,6 +3,7 @@
 // releaseRetiredHeads, once no active pin remains, removes them, after which collection may
 // reclaim what nothing else reaches. Both take the snapshot row FOR UPDATE, so they are
 // serialized with new pins (which hold it FOR SHARE) and with each other.
+import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import { inTransaction } from "../db/client.ts";
 import { RetryTransaction } from "../db/errors.ts";
@@ -15,6 +16,9 @@ import { lockSnapshots, snapshotsWithHeadsToRelease } from "../db/statements/lin
 /** States in which a snapshot's heads are released once no pin protects it. */
 export const HEAD_RELEASE_STATES = ["retired", "deleting", "deleted"] as const;
 const ALREADY_RETIRED = new Set<string>(HEAD_RELEASE_STATES);
+
+/** Why a person retires something; it goes to the audit log. */
+export const retirementReasonSchema = z.string().trim().min(3, "say why in a few words").max(500);
 
 export interface RetireSnapshotOptions {
   snapshotId: string;

@@ -4,14 +4,9 @@ import { listAuditEvents, listAuditEventsInput } from "../../audit/audit-log.ts"
 import { collectionOverview, runCollectionNow } from "../../gc/collection-overview.ts";
 import { repositoryGraph, repositoryGraphInput } from "../../dashboard/lineage-graph.ts";
 import { inspectPins, inspectPinsInput } from "../../dashboard/pin-inspection.ts";
-import {
-  previewRetirement,
-  retireLineageByUser,
-  retireLineageByUserInput,
-  retirementSubjectInput,
-  retireSnapshotByUser,
-  retireSnapshotByUserInput,
-} from "../../dashboard/retirement-preview.ts";
+import { previewRetirement, retirementSubjectInput } from "../../dashboard/retirement-preview.ts";
+import { retireLineageByUser, retireLineageByUserInput } from "../../lineage/retire-lineage-by-user.ts";
+import { retireSnapshotByUser, retireSnapshotByUserInput } from "../../lineage/retire-snapshot-by-user.ts";
 import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
 import { collectProcedure as admin, retireProcedure as retirer, router, staffProcedure as staff } from "../init.ts";
 
