@@ -1,6 +1,7 @@
 // `strata capture` as an agent runs it, against a catalog of each kind: real process, real exit codes.
 import { spawnSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
+import { STRATA_BIN } from "../../server/testing/cli.ts";
 import { describeEachDatabase } from "../../server/testing/databases.ts";
 import { initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../../server/testing/repos.ts";
 import { makeAgent, uniqueName } from "../../server/testing/lineage.ts";
@@ -8,7 +9,7 @@ import { makeAgent, uniqueName } from "../../server/testing/lineage.ts";
 afterAll(removeTemporaryDirectories);
 
 function strata(args: string[], env: Record<string, string>) {
-  const run = spawnSync(process.execPath, ["cli/strata.mjs", "capture", ...args], {
+  const run = spawnSync(process.execPath, [STRATA_BIN, "capture", ...args], {
     encoding: "utf8",
     env: { NODE_ENV: "test", PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     timeout: 60_000,
@@ -19,8 +20,8 @@ function strata(args: string[], env: Record<string, string>) {
 describeEachDatabase("strata capture", (catalog) => {
   it("appends a checkpoint, then finds it unchanged; exit codes tell failures apart", async () => {
     const db = catalog().db;
-    const { token } = await makeAgent(db);
-    const env = { DATABASE_URL: catalog().url, STRATA_TOKEN: token };
+    const agent = await makeAgent(db);
+    const env = { DATABASE_URL: catalog().url, STRATA_TOKEN: agent.token };
     const root = initRepository({ "a.txt": "a\n" });
     write(root, "a.txt", "changed\n");
     const repository = `example.invalid/${uniqueName("cli")}`;
@@ -45,6 +46,21 @@ describeEachDatabase("strata capture", (catalog) => {
       STRATA_TOKEN: "strata_bad",
     });
     expect(badToken.code).toBe(8);
+
+    // The token's use was just recorded: these answers come from the driver's reads (quick-catalog.ts).
+    const agentId = agent.scope.agentId;
+    expect((await db.agentToken.findFirstOrThrow({ where: { agentId } })).lastUsedAt).not.toBeNull();
+    await db.agentToken.updateMany({ where: { agentId }, data: { revokedAt: new Date() } });
+    const revoked = strata(args, env);
+    expect(revoked.code).toBe(8);
+    expect(JSON.parse(revoked.stdout)).toMatchObject({ outcome: "failed", error: { code: "UNAUTHORIZED" } });
+    const local = { DATABASE_URL: catalog().url };
+    expect(strata(args, local).code).toBe(2);
+    const named = strata([...args, "--agent", agent.name], local);
+    expect(named.code).toBe(0);
+    expect(JSON.parse(named.stdout)).toMatchObject({ outcome: "unchanged", snapshotId: result.snapshotId });
+    await db.agent.update({ where: { id: agentId }, data: { disabledAt: new Date() } });
+    expect(strata([...args, "--agent", agent.name], local).code).toBe(8);
   }, 180_000);
 });
 

@@ -1,19 +1,15 @@
 import type { Command } from "commander";
-import { isStrataError, type ErrorCode } from "../../server/domain/errors.ts";
-import { describeCheckout } from "../../server/git/checkout-info.ts";
-import {
-  captureAndPublish,
-  localCatalog,
-  type CapturePublishOptions,
-  type CapturePublishResult,
-  type CapturePublishStep,
-  type CatalogPort,
-  type CapturePublishTarget,
+import type {
+  CapturePublishOptions,
+  CapturePublishResult,
+  CapturePublishStep,
+  CatalogPort,
+  CapturePublishTarget,
 } from "../../server/capture/capture-publish.ts";
-import { localAgent, serverTarget } from "../connection.ts";
+import type { CatalogHandle } from "../../server/db/client.ts";
+import { isStrataError, type ErrorCode } from "../../server/domain/errors.ts";
+import type { CheckoutInfo } from "../../server/git/checkout-info.ts";
 import { CliError, EXIT, emit, progress, progressDone } from "../output.ts";
-import { remoteCatalog } from "../strata-client.ts";
-import { withCatalog } from "../catalog.ts";
 
 /**
  * Exit codes of `strata capture`, beyond the shared ones (0 ok, 1 failure, 2 usage, 3 config,
@@ -110,11 +106,7 @@ function showProgress(step: CapturePublishStep, detail?: { done: number; total: 
   }
 }
 
-async function targetFor(dir: string, opts: CaptureCliOptions): Promise<CapturePublishTarget> {
-  if (Boolean(opts.context) === Boolean(opts.baseline)) {
-    throw new CliError("choose one: --context <id> (a checkpoint) or --baseline", EXIT.USAGE);
-  }
-  const checkout = await describeCheckout(dir);
+function targetFor(checkout: CheckoutInfo, opts: CaptureCliOptions): CapturePublishTarget {
   const identity = opts.repository ?? checkout.identity;
   if (!identity) {
     throw new CliError(
@@ -154,6 +146,50 @@ function describe(result: CapturePublishResult): string {
   return lines.join("\n");
 }
 
+/**
+ * Runs a capture against this machine's catalog. The catalog is first read over its driver
+ * (quick-catalog.ts: the migration check, the agent, the lineage head); Prisma is opened only
+ * when the capture has something to publish, or to record the use of the agent's token.
+ */
+async function captureLocally(
+  agentName: string | undefined,
+  run: (port: CatalogPort) => Promise<CapturePublishResult>,
+): Promise<CapturePublishResult> {
+  const [{ loadClientConfig, loadConfig }, { openQuickCatalog }, { localCatalog }] = await Promise.all([
+    import("../../server/config/config.ts"),
+    import("../quick-catalog.ts"),
+    import("../../server/capture/capture-publish.ts"),
+  ]);
+  const url = loadConfig().databaseUrl;
+  const quick = await openQuickCatalog(url);
+  const prisma: { opened?: Promise<CatalogHandle> } = {};
+  const catalog = () =>
+    (prisma.opened ??= import("../../server/db/client.ts").then(({ openCatalog }) =>
+      openCatalog(url, { poolSize: 2 }),
+    ));
+  try {
+    const agent = await quick.agent(loadClientConfig().token, agentName);
+    if (!agent) {
+      const { localAgent } = await import("../connection.ts");
+      const { db } = await catalog();
+      return await run(localCatalog(db, await localAgent(db, agentName)));
+    }
+    const full = async () => localCatalog((await catalog()).db, agent);
+    return await run({
+      lineageHeadId: (key) => quick.lineageHeadId(agent, key),
+      baselineHeadId: async (key) => (await full()).baselineHeadId(key),
+      missingBlobs: async (digests) => (await full()).missingBlobs(digests),
+      putBlob: async (digest, bytes) => (await full()).putBlob(digest, bytes),
+      appendCheckpoint: async (input) => (await full()).appendCheckpoint(input),
+      publishBaseline: async (input) => (await full()).publishBaseline(input),
+      publishLayers: async (input) => (await full()).publishLayers(input),
+    });
+  } finally {
+    await quick.close();
+    if (prisma.opened) await (await prisma.opened).close();
+  }
+}
+
 export function registerCapture(program: Command): void {
   program
     .command("capture")
@@ -175,10 +211,20 @@ export function registerCapture(program: Command): void {
     .option("--json", "print the result as JSON")
     .action(async (dir: string, opts: CaptureCliOptions) => {
       const json = Boolean(opts.json);
+      if (Boolean(opts.context) === Boolean(opts.baseline)) {
+        throw new CliError("choose one: --context <id> (a checkpoint) or --baseline", EXIT.USAGE);
+      }
       try {
-        const target = await targetFor(dir, opts);
+        const [{ describeCheckout }, { captureAndPublish }, { serverTarget }] = await Promise.all([
+          import("../../server/git/checkout-info.ts"),
+          import("../../server/capture/capture-publish.ts"),
+          import("../connection.ts"),
+        ]);
+        const checkout = await describeCheckout(dir);
+        const target = targetFor(checkout, opts);
         const options: Omit<CapturePublishOptions, "target"> = {
           dir,
+          checkout,
           capture: {
             includeUntracked: opts.untracked,
             maxFileBytes: positiveInteger(opts.maxFileBytes, "max-file-bytes"),
@@ -191,9 +237,10 @@ export function registerCapture(program: Command): void {
         const run = (port: CatalogPort) => captureAndPublish(port, { ...options, target });
         let result: CapturePublishResult;
         if (server) {
+          const { remoteCatalog } = await import("../strata-client.ts");
           result = await run(remoteCatalog(server));
         } else {
-          result = await withCatalog(async (db) => run(localCatalog(db, await localAgent(db, opts.agent))));
+          result = await captureLocally(opts.agent, run);
         }
         if (!json) progressDone(`strata: ${result.outcome}`);
         emit(json, result, describe(result));

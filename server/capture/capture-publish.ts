@@ -2,6 +2,10 @@
 // checkpoint (fenced on the lineage head seen before capturing) or publish a baseline (with
 // evidence gathered right after a fetch), then register the content as layers. The catalog is a
 // port, so the same steps run against a local database or a Strata server over HTTP.
+//
+// The catalog's own modules (Prisma, the blob store, the lineage writes) are loaded by
+// localCatalog when it first needs them: a capture that finds nothing new (the common case, an
+// agent captures at every turn) never loads them.
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
@@ -28,13 +32,11 @@ import {
   type Source,
 } from "../domain/snapshot-keys.ts";
 import { captureCheckout, type CaptureOptions } from "../git/capture.ts";
-import { describeCheckout } from "../git/checkout-info.ts";
+import { describeCheckout, type CheckoutInfo } from "../git/checkout-info.ts";
 import { collectBaselineEvidence } from "../git/evidence.ts";
 import { privateIndexDirectory } from "../git/private-index.ts";
-import { publishBaseline, type PublishBaselineInput } from "../lineage/baselines.ts";
-import { missingBlobs, putBlob } from "../content/blobs.ts";
-import { appendCheckpoint, type AppendCheckpointInput } from "../lineage/checkpoints.ts";
-import { publishSnapshot } from "../content/layers.ts";
+import type { PublishBaselineInput } from "../lineage/baselines.ts";
+import type { AppendCheckpointInput } from "../lineage/checkpoints.ts";
 
 // --- the catalog, local or remote ------------------------------------------------------------------
 
@@ -65,8 +67,12 @@ async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
 /** The catalog in this process's database, acting as one agent. */
 export function localCatalog(db: Db, agent: AgentScope): CatalogPort {
   return {
-    missingBlobs: (digests) => missingBlobs(db, agent.agentId, digests),
+    async missingBlobs(digests) {
+      const { missingBlobs } = await import("../content/blobs.ts");
+      return missingBlobs(db, agent.agentId, digests);
+    },
     async putBlob(digest, bytes) {
+      const { putBlob } = await import("../content/blobs.ts");
       await putBlob(db, { digest, body: once(bytes), grantTo: agent.agentId });
     },
     async lineageHeadId(key) {
@@ -100,14 +106,17 @@ export function localCatalog(db: Db, agent: AgentScope): CatalogPort {
       return head?.id ?? null;
     },
     async appendCheckpoint(input) {
+      const { appendCheckpoint } = await import("../lineage/checkpoints.ts");
       const result = await appendCheckpoint(db, { ...input, agent });
       return { outcome: result.outcome, snapshotId: result.snapshot.id };
     },
     async publishBaseline(input) {
+      const { publishBaseline } = await import("../lineage/baselines.ts");
       const result = await publishBaseline(db, { ...input, agent });
       return { outcome: result.outcome, snapshotId: result.snapshot.id };
     },
     async publishLayers(input) {
+      const { publishSnapshot } = await import("../content/layers.ts");
       await publishSnapshot(db, { ...input, agentId: agent.agentId });
     },
   };
@@ -243,6 +252,8 @@ export type CapturePublishStep = "lookup" | "evidence" | "capture" | "upload" | 
 export interface CapturePublishOptions {
   dir: string;
   target: CapturePublishTarget;
+  /** What describeCheckout(dir) said, when the caller asked already (it is not asked again). */
+  checkout?: CheckoutInfo;
   capture?: Omit<CaptureOptions, "previous" | "snapshotRef" | "signal">;
   source?: Source;
   signal?: AbortSignal;
@@ -285,7 +296,8 @@ function viaStore<T>(promise: Promise<T>): Promise<T> {
  */
 export async function captureAndPublish(port: CatalogPort, opts: CapturePublishOptions): Promise<CapturePublishResult> {
   const progress = opts.onProgress ?? (() => undefined);
-  const checkout = await describeCheckout(opts.dir, { signal: opts.signal, gitPath: opts.capture?.gitPath });
+  const checkout =
+    opts.checkout ?? (await describeCheckout(opts.dir, { signal: opts.signal, gitPath: opts.capture?.gitPath }));
   const cacheDir = privateIndexDirectory(checkout.layout, opts.capture?.cacheDir);
   const source = opts.source ?? { workspace: checkout.layout.root, host: hostname() || "unknown" };
   const target = opts.target;
