@@ -21,7 +21,8 @@ import { retireLineage } from "../server/lineage/lineages.ts";
 import { publishSnapshot } from "../server/content/layers.ts";
 import { pinSnapshot } from "../server/content/pins.ts";
 import { releaseRetiredHeads, retireSnapshot } from "../server/lineage/retirement.ts";
-import { acquireWorkspace, reportRestore } from "../server/acquire/acquire-workspace.ts";
+import { acquireWorkspace } from "../server/acquire/acquire-workspace.ts";
+import { reportRestore } from "../server/restore/report-restore.ts";
 // Seed data is made the way the tests make theirs.
 import { sha256, storeBytes as store } from "../server/testing/content.ts";
 import { cleanEvidence, oid } from "../server/testing/lineage.ts";

@@ -6,7 +6,7 @@ import { appendCheckpoint } from "../lineage/checkpoints.ts";
 import { repositoryGraph } from "./lineage-graph.ts";
 import { buildHistory } from "../testing/dashboard.ts";
 import { acquireFor, lineageKeyOf, manifestOf, oid } from "../testing/lineage.ts";
-import { reportRestore } from "../acquire/acquire-workspace.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
 describeEachDatabase("repository lineage graph", (catalog) => {
   it("chains baselines by supersession and checkpoints by lineage, with seeded-from edges", async () => {

@@ -31,7 +31,9 @@ describeEachDatabase("dialect", (catalog, kind) => {
     expect(dialect.p(2)).toBe(kind === "postgres" ? "$2" : "?");
     expect(dialect.list(3, 2)).toBe(kind === "postgres" ? "($2, $3, $4)" : "(?, ?, ?)");
     expect(dialect.lock("update skip locked")).toBe(kind === "postgres" ? " FOR UPDATE SKIP LOCKED" : "");
-    expect(dialect.indexedBy("layers_parent_uuid_idx")).toBe(kind === "postgres" ? "" : " INDEXED BY layers_parent_uuid_idx");
+    expect(dialect.indexedBy("layers_parent_uuid_idx")).toBe(
+      kind === "postgres" ? "" : " INDEXED BY layers_parent_uuid_idx",
+    );
     const { scope: agent } = await makeAgent(db);
     const baseline = await publishClean(db, agent, scenario(), "main@1", null);
     const id = baseline.snapshot.id;
@@ -106,19 +108,24 @@ describeEachDatabase("dialect", (catalog, kind) => {
     expect(await dialect.tableNames(db)).toEqual(expect.arrayContaining(["snapshots", "layers", "jobs", "restores"]));
   });
 
-  it("hands out the pg pool for the acquire path on PostgreSQL only", async () => {
+  it("runs set-based statements on the pool for a client and on the transaction inside one (PostgreSQL only)", async () => {
     const { db, dialect } = catalog();
-    // The acquire fast path runs on the client's pool; inside a transaction it would escape it.
-    expect(dialect.hotPathPool(db) !== null).toBe(kind === "postgres");
-    await inTransaction(db, async (tx) => expect(dialect.hotPathPool(tx)).toBeNull());
-    // Both paths decide the same: an acquire on the client and one inside a transaction.
-    const { scope: agent } = await makeAgent(db);
-    const s = scenario();
-    const baseline = await publishClean(db, agent, s, "main@1", null);
-    const onClient = await acquireFor(db, agent, s);
-    const inTx = await inTransaction(db, (tx) => acquireFor(tx, agent, s));
-    expect(onClient.snapshot?.id).toBe(baseline.snapshot.id);
-    expect(inTx.snapshot?.id).toBe(baseline.snapshot.id);
-    expect(inTx.rung).toBe(onClient.rung);
+    expect(dialect.statementRunner(db)?.on ?? null).toBe(kind === "postgres" ? "pool" : null);
+    const insert = "INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES ($1, 'probe', now(), now())";
+    const sawRunner = await inTransaction(db, async (tx) => dialect.statementRunner(tx)?.on ?? null);
+    expect(sawRunner).toBe(kind === "postgres" ? "transaction" : null);
+    if (kind !== "postgres") return;
+    // A statement on a transaction's runner is the transaction's: it goes with a rollback...
+    await expect(
+      inTransaction(db, async (tx) => {
+        await dialect.statementRunner(tx)!.query("probe", insert, ["runner-rolled-back"]);
+        expect(await tx.lease.count({ where: { name: "runner-rolled-back" } })).toBe(1);
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect(await db.lease.count({ where: { name: "runner-rolled-back" } })).toBe(0);
+    // ...and stays with a commit.
+    await inTransaction(db, (tx) => dialect.statementRunner(tx)!.query("probe", insert, ["runner-committed"]));
+    expect(await db.lease.count({ where: { name: "runner-committed" } })).toBe(1);
   });
 });

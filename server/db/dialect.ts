@@ -37,7 +37,13 @@ export interface Dialect {
    * Reads one row by id, locked until the transaction ends (`FOR UPDATE` / `FOR SHARE` on
    * PostgreSQL); null when there is no such row. `columns` is SQL, written by the caller.
    */
-  lockRow<T extends object>(tx: Db, table: LockableTable, id: string, columns: string, mode?: "update" | "share"): Promise<T | null>;
+  lockRow<T extends object>(
+    tx: Db,
+    table: LockableTable,
+    id: string,
+    columns: string,
+    mode?: "update" | "share",
+  ): Promise<T | null>;
   /** A blob chunk's bytes as text (the adapters turn bytea/blob into arrays of numbers), and back. */
   readonly chunkText: { select: string; decode(text: string): Buffer };
   /**
@@ -48,10 +54,20 @@ export interface Dialect {
   /** The catalog's own tables (not the provider's), by name. */
   tableNames(db: Db): Promise<string[]>;
   /**
-   * The pg pool of a PostgreSQL catalog client, for the hot paths that skip Prisma; null on
-   * SQLite and for a transaction (a hot path on the pool would escape the caller's transaction).
+   * Where PostgreSQL's set-based statements (the acquire) run for this handle: the pg pool for
+   * a catalog client, where concurrent callers may share a statement, or the transaction
+   * itself, so the statement commits or rolls back with the caller's writes. Null on SQLite,
+   * whose implementation is Prisma's in a transaction.
    */
-  hotPathPool(db: Db): pg.Pool | null;
+  statementRunner(db: Db): StatementRunner | null;
+}
+
+/** Runs one SQL statement with `$n` parameters and returns its rows. */
+export interface StatementRunner {
+  /** `pool`: concurrent callers may be coalesced into one statement; `transaction`: alone. */
+  readonly on: "pool" | "transaction";
+  /** `name` lets a pool connection plan the statement once. */
+  query<T>(name: string, text: string, values: unknown[]): Promise<T[]>;
 }
 
 /** The tables whose rows a transaction locks one by one. */
@@ -97,11 +113,21 @@ export function sqliteDialect(): Dialect {
       );
       return rows.map((r) => r.name);
     },
-    hotPathPool: () => null,
+    statementRunner: () => null,
   };
 }
 
 export function postgresDialect(pool: pg.Pool): Dialect {
+  const poolRunner: StatementRunner = {
+    on: "pool",
+    async query<T>(name: string, text: string, values: unknown[]) {
+      return (await pool.query({ name, text, values })).rows as T[];
+    },
+  };
+  const transactionRunner = (tx: Db): StatementRunner => ({
+    on: "transaction",
+    query: <T>(_name: string, text: string, values: unknown[]) => tx.$queryRawUnsafe<T[]>(text, ...values),
+  });
   const p = (n: number) => `$${n}`;
   const lock = (mode: LockMode) => ` FOR ${mode.toUpperCase()}`;
   const clock = (sql: string) => async (db: Db) => {
@@ -117,7 +143,13 @@ export function postgresDialect(pool: pg.Pool): Dialect {
     indexedBy: () => "",
     now: clock("SELECT clock_timestamp() AS now"),
     transactionNow: clock("SELECT now() AS now"),
-    async lockRow<T extends object>(tx: Db, table: LockableTable, id: string, columns: string, mode: "update" | "share" = "update") {
+    async lockRow<T extends object>(
+      tx: Db,
+      table: LockableTable,
+      id: string,
+      columns: string,
+      mode: "update" | "share" = "update",
+    ) {
       const rows = await tx.$queryRawUnsafe<T[]>(`SELECT ${columns} FROM ${table} WHERE id = $1${lock(mode)}`, id);
       return rows[0] ?? null;
     },
@@ -136,7 +168,7 @@ export function postgresDialect(pool: pg.Pool): Dialect {
       );
       return rows.map((r) => r.name);
     },
-    hotPathPool: (db) => (isTransaction(db) ? null : pool),
+    statementRunner: (db) => (isTransaction(db) ? transactionRunner(db) : poolRunner),
   };
 }
 

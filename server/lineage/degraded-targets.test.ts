@@ -1,14 +1,23 @@
 // A partly restored worktree keeps the original as its checkout's restore target until a full
 // restore of it, a discard by support, or the pin's expiry (issue: partial restores kept safe).
 import { expect, it } from "vitest";
-import { describeEachDatabase } from "../testing/databases.ts";
+import { describeEachAcquirePath } from "../testing/acquire-paths.ts";
 import { trustUser } from "../domain/scope.ts";
 import { appendCheckpoint } from "./checkpoints.ts";
 import { discardDegraded } from "../restore/degraded-restores.ts";
-import { acquireFor, lineageKeyOf, makeAgent, manifestOf, oid, publishClean, scenario } from "../testing/lineage.ts";
-import { reportRestore } from "../acquire/acquire-workspace.ts";
+import {
+  acquireForWith,
+  lineageKeyOf,
+  makeAgent,
+  manifestOf,
+  oid,
+  publishClean,
+  scenario,
+} from "../testing/lineage.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
-describeEachDatabase("degraded restores keep the original as the restore target", (catalog) => {
+describeEachAcquirePath("degraded restores keep the original as the restore target", (catalog, acquire) => {
+  const acquireFor = acquireForWith(acquire);
   async function partlyRestored() {
     const db = catalog().db;
     const { scope: agent } = await makeAgent(db);

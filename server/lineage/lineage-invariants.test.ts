@@ -18,7 +18,7 @@ import {
   scenario,
   uniqueName,
 } from "../testing/lineage.ts";
-import { reportRestore } from "../acquire/acquire-workspace.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import { beforeAll, expect, it } from "vitest";
 import type { Db } from "../db/client.ts";
-import { describeEachDatabase } from "../testing/databases.ts";
+import { describeEachAcquirePath, type Acquire } from "../testing/acquire-paths.ts";
 import { isStrataError } from "../domain/errors.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import type { RestorePlan } from "../domain/views.ts";
@@ -21,7 +21,7 @@ import {
   uniqueName,
   type Scenario,
 } from "../testing/lineage.ts";
-import { acquireWorkspace, reportRestore } from "../acquire/acquire-workspace.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
 const REFS = ["main", "release"] as const;
 const CONTEXTS = 2;
@@ -183,7 +183,7 @@ function checkPlan(plan: RestorePlan, wc: string, expected: { rung: string; snap
   expect(plan.workContextId).toBe(wc);
 }
 
-async function run(db: Db, agent: AgentScope, commands: Command[]): Promise<void> {
+async function run(db: Db, agent: AgentScope, commands: Command[], acquire: Acquire): Promise<void> {
   const s = scenario("prop");
   const model = new Model();
   const contexts = Array.from({ length: CONTEXTS }, () => uniqueName("wc"));
@@ -242,7 +242,7 @@ async function run(db: Db, agent: AgentScope, commands: Command[]): Promise<void
     } else if (cmd.t === "acquire") {
       const named = cmd.wc === "new" ? undefined : contexts[cmd.wc];
       const expected = named ? model.expectAcquire(named, cmd.ref) : model.expectAcquire("", cmd.ref);
-      const plan = await acquireWorkspace(db, {
+      const plan = await acquire(db, {
         agent,
         repository: s.repository,
         backendKind: s.backendKind,
@@ -307,7 +307,7 @@ async function run(db: Db, agent: AgentScope, commands: Command[]): Promise<void
   }
 }
 
-describeEachDatabase("lineage property", (catalog) => {
+describeEachAcquirePath("lineage property", (catalog, acquire) => {
   let agent: AgentScope;
   beforeAll(async () => {
     agent = (await makeAgent(catalog().db, "prop")).scope;
@@ -316,7 +316,7 @@ describeEachDatabase("lineage property", (catalog) => {
   it("keeps one ready head per key and obeys the ladder under random interleavings", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(commandArb, { minLength: 10, maxLength: 30, size: "max" }), (commands) =>
-        run(catalog().db, agent, commands),
+        run(catalog().db, agent, commands, acquire),
       ),
       {
         numRuns: 30,

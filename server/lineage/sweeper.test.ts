@@ -4,7 +4,7 @@ import { appendCheckpoint } from "./checkpoints.ts";
 import { retireLineage } from "./lineages.ts";
 import { sweepSnapshots } from "./sweeper.ts";
 import { acquireFor, lineageKeyOf, makeAgent, manifestOf, oid, publishClean, scenario } from "../testing/lineage.ts";
-import { reportRestore } from "../acquire/acquire-workspace.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 const later = (from: Date, days: number) => new Date(from.getTime() + days * DAY);

@@ -16,7 +16,8 @@ import { restoreWorktree, type RestoreOptions, type RestoreReport } from "../git
 import { readBlob, statGrantedBlob } from "../content/blobs.ts";
 import { pinSnapshot, releasePin } from "../content/pins.ts";
 import { getSnapshot } from "../lineage/snapshots.ts";
-import { acquireWorkspace, reportRestore, type AcquireWorkspaceInput, type ReportRestoreInput } from "../acquire/acquire-workspace.ts";
+import { acquireWorkspace, type AcquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
+import { reportRestore, type ReportRestoreInput } from "./report-restore.ts";
 
 /** What restoring needs from a catalog, acting as one agent. */
 export interface RestorePort extends BlobSource {

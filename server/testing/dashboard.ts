@@ -24,7 +24,7 @@ import {
   type Scenario,
   type TestAgent,
 } from "./lineage.ts";
-import { reportRestore } from "../acquire/acquire-workspace.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
 export async function makeUser(db: Db, role: UserRole): Promise<UserScope> {
   const created = await createUser(db, { email: `${uniqueName(role)}@example.test`, role });

@@ -13,18 +13,24 @@ export type { EmptyDatabase, TestCatalog } from "./catalog.ts";
  */
 export function describeEachDatabase(name: string, suite: (catalog: () => TestCatalog, kind: DatabaseKind) => void) {
   for (const kind of DATABASE_KINDS) {
-    describe(`${name} [${kind}]`, () => {
-      let catalog: TestCatalog | undefined;
-      beforeAll(async () => {
-        catalog = await createTestCatalog(kind);
-      }, 60_000);
-      afterAll(async () => {
-        await catalog?.drop();
-      });
-      suite(() => {
-        if (!catalog) throw new Error("the test catalog is not ready (beforeAll failed)");
-        return catalog;
-      }, kind);
-    });
+    describe(`${name} [${kind}]`, () => suite(catalogPerSuite(kind), kind));
   }
+}
+
+/**
+ * A fresh catalog of `kind` for the enclosing describe block: created before its tests, dropped
+ * after them. Returns its getter.
+ */
+export function catalogPerSuite(kind: DatabaseKind): () => TestCatalog {
+  let catalog: TestCatalog | undefined;
+  beforeAll(async () => {
+    catalog = await createTestCatalog(kind);
+  }, 60_000);
+  afterAll(async () => {
+    await catalog?.drop();
+  });
+  return () => {
+    if (!catalog) throw new Error("the test catalog is not ready (beforeAll failed)");
+    return catalog;
+  };
 }

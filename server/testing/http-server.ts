@@ -3,11 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
-import {
-  handleBlobGet,
-  handleBlobMethodNotAllowed,
-  handleBlobPut,
-} from "../http/blob-routes.ts";
+import { handleBlobGet, handleBlobMethodNotAllowed, handleBlobPut } from "../http/blob-routes.ts";
 import type { Db } from "../db/catalog.ts";
 import type { UserScope } from "../domain/scope.ts";
 import { createContextInner } from "../trpc/init.ts";
@@ -44,7 +40,8 @@ export interface TestServer {
 }
 
 /** What Next answers for a path no route matches. */
-const nextNotFound = () => new Response("<!DOCTYPE html><h1>404</h1>", { status: 404, headers: { "content-type": "text/html" } });
+const nextNotFound = () =>
+  new Response("<!DOCTYPE html><h1>404</h1>", { status: 404, headers: { "content-type": "text/html" } });
 
 /** A path segment as Next hands it to a route: decoded, or as sent when it is not valid UTF-8. */
 function decodeSegment(segment: string): string {

@@ -100,16 +100,21 @@ export async function publishClean(
   });
 }
 
-export async function acquireFor(db: Db, agent: AgentScope, s: Scenario, workContextId?: string, now?: Date) {
-  return acquireWorkspace(db, {
-    agent,
-    repository: s.repository,
-    backendKind: s.backendKind,
-    baseImage: s.baseImage,
-    canonicalRef: s.canonicalRef,
-    workContextId,
-    workspace: `/workspaces/${uniqueName("ws")}`,
-    host: "host-1",
-    now,
-  });
+/** acquireFor over a given acquire implementation (the contract suites run each path). */
+export function acquireForWith(acquire: typeof acquireWorkspace) {
+  return (db: Db, agent: AgentScope, s: Scenario, workContextId?: string, now?: Date) =>
+    acquire(db, {
+      agent,
+      repository: s.repository,
+      backendKind: s.backendKind,
+      baseImage: s.baseImage,
+      canonicalRef: s.canonicalRef,
+      workContextId,
+      workspace: `/workspaces/${uniqueName("ws")}`,
+      host: "host-1",
+      now,
+    });
 }
+
+/** Acquires a workspace for the scenario's key (a new work context unless one is named). */
+export const acquireFor = acquireForWith(acquireWorkspace);

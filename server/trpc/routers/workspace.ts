@@ -1,9 +1,5 @@
-import {
-  acquireWorkspace,
-  acquireWorkspaceInput,
-  reportRestore,
-  reportRestoreInput,
-} from "../../acquire/acquire-workspace.ts";
+import { acquireWorkspace, acquireWorkspaceInput } from "../../acquire/acquire-workspace.ts";
+import { reportRestore, reportRestoreInput } from "../../restore/report-restore.ts";
 import { reportRestoreResultSchema, restorePlanSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 

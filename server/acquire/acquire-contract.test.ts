@@ -1,9 +1,9 @@
 import { expect, it } from "vitest";
-import { describeEachDatabase } from "../testing/databases.ts";
+import { describeEachAcquirePath } from "../testing/acquire-paths.ts";
 import { isStrataError } from "../domain/errors.ts";
 import { appendCheckpoint } from "../lineage/checkpoints.ts";
 import {
-  acquireFor,
+  acquireForWith,
   lineageKeyOf,
   makeAgent,
   manifestOf,
@@ -12,15 +12,17 @@ import {
   scenario,
   uniqueName,
 } from "../testing/lineage.ts";
-import { acquireWorkspace, reportRestore } from "./acquire-workspace.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
-describeEachDatabase("acquire and reportRestore", (catalog) => {
+// The acquire contract: every implementation (describeEachAcquirePath) runs this suite.
+describeEachAcquirePath("acquire and reportRestore", (catalog, acquire) => {
+  const acquireFor = acquireForWith(acquire);
   it("records the restore attribution and pins the chosen snapshot until the outcome", async () => {
     const db = catalog().db;
     const { scope: agent } = await makeAgent(db);
     const s = scenario();
     const b0 = await publishClean(db, agent, s, "main@1", null);
-    const plan = await acquireWorkspace(db, {
+    const plan = await acquire(db, {
       agent,
       repository: s.repository,
       backendKind: s.backendKind,

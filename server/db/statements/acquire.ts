@@ -1,22 +1,19 @@
-// The acquire hot path on PostgreSQL: one set-based statement per batch of acquires on the pg
-// pool, instead of a dozen Prisma calls per acquire. The statement reads every fact the
-// decision needs from one snapshot of the catalog, takes the first rung of the ladder, and
-// records the decision (lineage, pin, restore row) atomically, each only if its chosen snapshot
-// is still in a state the decision allows, re-checked under FOR SHARE so retirement and head
-// moves serialize against it. A decision whose world changed is not written and its caller
-// tries again. Concurrent acquires are coalesced (server/db/coalesce.ts): sixteen callers cost
-// one round trip and one commit, not sixteen transactions of a dozen statements.
+// The acquire statement of PostgreSQL: one set-based statement decides and records a batch of
+// acquires, instead of a dozen Prisma calls per acquire. server/acquire/acquire-statement.ts
+// runs it, coalesced on the pool (sixteen concurrent callers cost one round trip and one
+// commit) or alone inside a caller's transaction. It reads every fact the decision needs from
+// one snapshot of the catalog, takes the first rung of the ladder, and records the decision
+// (lineage, pin, restore row) atomically, each only if its chosen snapshot is still in a state
+// the decision allows, re-checked under FOR SHARE so retirement and head moves serialize
+// against it. A decision whose world changed is not written and its caller tries again.
 //
 // The rung is taken in SQL so that reading and writing are one statement, but the ladder's
 // definition stays chooseRestore in TypeScript: the caller runs it on the facts the statement
-// returns and refuses a plan on which the two disagree (workspaces.ts).
+// returns and refuses a plan on which the two disagree (server/acquire/acquire-workspace.ts).
 //
 // Columns of type TIMESTAMP(3) hold UTC (Prisma's convention): values go in as ISO strings read
 // AT TIME ZONE 'UTC', and come out the same way, whatever the session's time zone.
-import type pg from "pg";
-import { coalesce } from "../db/coalesce.ts";
-import { isRetryableConflict } from "../db/errors.ts";
-import { snapshotRefSelect, type SnapshotRefRow } from "../lineage/snapshots.ts";
+import type { StatementRunner } from "../dialect.ts";
 
 export interface AcquireRequest {
   agentId: string;
@@ -57,7 +54,7 @@ interface PgCandidate {
   workContextId: string | null;
 }
 
-interface PgAcquireFacts {
+export interface PgAcquireFacts {
   repositoryId: string;
   lineage: PgLineageFacts | null;
   head: PgCandidate | null;
@@ -69,16 +66,20 @@ interface PgAcquireFacts {
 
 const snake = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** A snapshot row as JSON with the fields Prisma's snapshotRefSelect gives. */
-function refJson(alias: string): string {
-  const fields = Object.keys(snapshotRefSelect).map((field) => {
+/**
+ * A snapshot row as JSON with the given fields (camelCase names of the snapshots columns).
+ * int8 and timestamps travel as text, so values beyond 2^53 and time zones stay exact.
+ */
+function refJson(alias: string, fields: readonly string[]): string {
+  const pairs = fields.map((field) => {
     const column = `${alias}.${snake(field)}`;
-    if (field === "sizeBytes") return `'${field}', ${column}::text`; // int8 beyond 2^53 stays exact
+    if (field === "sizeBytes") return `'${field}', ${column}::text`;
     if (field === "createdAt" || field === "readyAt") return `'${field}', ${column} AT TIME ZONE 'UTC'`;
     return `'${field}', ${column}`;
   });
-  // json_build_object takes at most 100 arguments; the ref has 20 fields.
-  return `json_build_object(${fields.join(", ")})`;
+  // json_build_object takes at most 100 arguments.
+  if (pairs.length > 50) throw new Error("a snapshot ref has at most 50 fields");
+  return `json_build_object(${pairs.join(", ")})`;
 }
 
 /** A candidate's ladder facts as JSON (null when there is no candidate). */
@@ -89,26 +90,10 @@ function candidateJson(alias: string): string {
   );
 }
 
-type JsonRef = Omit<SnapshotRefRow, "sizeBytes" | "createdAt" | "readyAt"> & {
-  sizeBytes: string;
-  createdAt: string;
-  readyAt: string | null;
-};
-
-function toRefRow(json: JsonRef | null): SnapshotRefRow | null {
-  if (!json) return null;
-  // Assigned in place rather than spread into a copy (see acquireWorkspace on spreads here).
-  const row = json as unknown as SnapshotRefRow;
-  row.sizeBytes = BigInt(json.sizeBytes);
-  row.createdAt = new Date(json.createdAt);
-  row.readyAt = json.readyAt === null ? null : new Date(json.readyAt);
-  return row;
-}
-
 // Every lookup is a LATERAL subquery keyed by the request row, so each one is an index probe
 // whatever the batch size (the planner cannot know how many rows jsonb_to_recordset yields and
 // would hash-join whole tables); LIMIT 1 keeps it from flattening a subquery into such a join.
-const ACQUIRE_SQL = `
+const acquireSql = (refFields: readonly string[]) => `
 WITH facts AS (
   SELECT k.*, repo.id AS repository_id,
     lin.id AS lineage_id,
@@ -169,7 +154,7 @@ WITH facts AS (
     f.orig_id IS NOT NULL AS superseded_allowed
   FROM facts f WHERE f.repository_id IS NOT NULL
 ), locked AS (
-  SELECT s.id, s.state, ${refJson("s")} AS ref FROM snapshots s
+  SELECT s.id, s.state, ${refJson("s", refFields)} AS ref FROM snapshots s
   WHERE s.id = ANY(ARRAY(SELECT chosen_id FROM decided WHERE chosen_id IS NOT NULL))
   ORDER BY s.id FOR SHARE
 ), ok AS (
@@ -205,19 +190,10 @@ FROM facts f
 LEFT JOIN decided d ON d.i = f.i
 LEFT JOIN locked chosen ON chosen.id = d.chosen_id`;
 
-/** What the statement answers for one acquire. */
-export interface AcquireOutcome {
-  /** The facts it decided on; null when the repository is new (nothing was decided). */
-  facts: PgAcquireFacts | null;
-  /** The rung and snapshot it chose. */
-  rung: string | null;
-  chosen: SnapshotRefRow | null;
-  /** Whether the decision was recorded; false when its world changed (decide again). */
-  recorded: boolean;
-}
-
-interface OutcomeRow {
+/** What the statement answers for one acquire, by its position `i` in the batch. */
+export interface AcquireStatementRow {
   i: number;
+  /** Null when the repository does not exist yet (nothing was decided). */
   repositoryId: string | null;
   lineage: PgLineageFacts | null;
   head: PgCandidate | null;
@@ -225,11 +201,30 @@ interface OutcomeRow {
   heldOriginal: PgCandidate | null;
   hasCheckpoints: boolean;
   rung: string | null;
-  chosen: JsonRef | null;
+  /** The chosen snapshot with `refFields`; sizeBytes, createdAt and readyAt as text. */
+  chosen: Record<string, unknown> | null;
+  /** Whether the decision was recorded; false when its world changed (decide again). */
   recorded: boolean;
 }
 
-async function acquireBatch(pool: pg.Pool, requests: AcquireRequest[]): Promise<AcquireOutcome[]> {
+/** The statement's text and its name on a connection, per list of ref fields. */
+const statements = new Map<string, { name: string; text: string }>();
+
+/**
+ * Decides and records a batch of acquires in one statement; the chosen snapshots come back
+ * with `refFields`. On the pool the statement is named, so each connection plans it once.
+ */
+export async function runAcquireStatement(
+  runner: StatementRunner,
+  requests: readonly AcquireRequest[],
+  refFields: readonly string[],
+): Promise<AcquireStatementRow[]> {
+  const cacheKey = refFields.join(",");
+  let statement = statements.get(cacheKey);
+  if (!statement) {
+    statement = { name: `strata_acquire_${statements.size + 1}`, text: acquireSql(refFields) };
+    statements.set(cacheKey, statement);
+  }
   const input = requests.map((r, i) => ({
     i,
     identity: r.repositoryIdentity,
@@ -248,66 +243,17 @@ async function acquireBatch(pool: pg.Pool, requests: AcquireRequest[]): Promise<
     holder: r.holder,
     pin_expires_at: r.pinExpiresAt.toISOString(),
   }));
-  // A named statement is parsed and planned once per connection.
-  const { rows } = await pool.query<OutcomeRow>({
-    name: "strata_acquire",
-    text: ACQUIRE_SQL,
-    values: [JSON.stringify(input)],
-  });
-  const outcomes: AcquireOutcome[] = requests.map(() => ({ facts: null, rung: null, chosen: null, recorded: false }));
-  for (const row of rows) {
-    outcomes[row.i] = {
-      facts: row.repositoryId
-        ? {
-            repositoryId: row.repositoryId,
-            lineage: row.lineage,
-            head: row.head,
-            baseline: row.baseline,
-            heldOriginal: row.heldOriginal,
-            hasCheckpoints: row.hasCheckpoints,
-          }
-        : null,
-      rung: row.rung,
-      chosen: toRefRow(row.chosen),
-      recorded: row.recorded,
-    };
-  }
-  return outcomes;
-}
-
-/**
- * Most acquires per statement, and statements at once, per pool. While one batch runs the next
- * gathers; on two cores one in flight gave the most acquires per second and the lowest p99
- * (more spent the CPU on more, smaller statements).
- */
-const MAX_BATCH = 32;
-const MAX_IN_FLIGHT = 1;
-
-const acquirers = new WeakMap<pg.Pool, (request: AcquireRequest) => Promise<AcquireOutcome>>();
-
-/**
- * Decides and records one acquire (with the others of its batch). `recorded` is false when
- * nothing was written for it: the repository is new, its chosen snapshot left the allowed
- * states, or a concurrent acquire created the same lineage. The caller tries again.
- */
-export function acquireOnPool(pool: pg.Pool, request: AcquireRequest): Promise<AcquireOutcome> {
-  let acquire = acquirers.get(pool);
-  if (!acquire) {
-    acquire = coalesce((batch: AcquireRequest[]) => acquireBatch(pool, batch), {
-      maxBatch: MAX_BATCH,
-      maxInFlight: MAX_IN_FLIGHT,
-      isBatchError: isRetryableConflict,
-    });
-    acquirers.set(pool, acquire);
-  }
-  return acquire(request);
+  return runner.query<AcquireStatementRow>(statement.name, statement.text, [JSON.stringify(input)]);
 }
 
 /** Creates the repository row unless a concurrent caller already did. */
-export async function createRepositoryPg(pool: pg.Pool, row: { id: string; identity: string; name: string }) {
-  await pool.query({
-    name: "strata_acquire_repository",
-    text: `INSERT INTO repositories (id, identity, name) VALUES ($1, $2, $3) ON CONFLICT (identity) DO NOTHING`,
-    values: [row.id, row.identity, row.name],
-  });
+export async function insertRepositoryIfAbsent(
+  runner: StatementRunner,
+  row: { id: string; identity: string; name: string },
+): Promise<void> {
+  await runner.query(
+    "strata_acquire_repository",
+    `INSERT INTO repositories (id, identity, name) VALUES ($1, $2, $3) ON CONFLICT (identity) DO NOTHING`,
+    [row.id, row.identity, row.name],
+  );
 }
