@@ -5,8 +5,8 @@
 // compiler and the publishing code are loaded only when a capture has something to publish.
 //
 // The agent is decided as authenticateAgent and localAgent decide it (server/auth/agents.ts,
-// connection.ts), with the same messages. A token whose use is due to be recorded again
-// (authenticateAgent records it at most once a minute) is left to authenticateAgent.
+// connection.ts), with the same messages, and a token's use is recorded as authenticateAgent
+// records it: at most once a minute.
 import type { LineageKey } from "../server/domain/snapshot-keys.ts";
 import { StrataError } from "../server/domain/errors.ts";
 import { trustAgent, type AgentScope } from "../server/domain/scope.ts";
@@ -17,6 +17,7 @@ import {
   checkpointHeadId,
   newestMigrationOn,
   openDriverConnection,
+  recordTokenUse,
   tokenByHash,
   type DriverConnection,
 } from "../server/db/statements/capture-reads.ts";
@@ -29,11 +30,8 @@ const LAST_USE_RECORDED_EVERY_MS = 60_000;
 const BAD_TOKEN = "STRATA_TOKEN is not a valid agent token for this catalog.";
 
 export interface QuickCatalog {
-  /**
-   * The agent the token proves (else the active agent named), or null when the token's use is
-   * due to be recorded: then authenticate through authenticateAgent.
-   */
-  agent(token: string | undefined, name: string | undefined): Promise<AgentScope | null>;
+  /** The agent the token proves, else the active agent named. */
+  agent(token: string | undefined, name: string | undefined): Promise<AgentScope>;
   /** The ready checkpoint head of the agent's lineage, as localCatalog's lineageHeadId finds it. */
   lineageHeadId(agent: AgentScope, key: LineageKey): Promise<string | null>;
   close(): Promise<void>;
@@ -45,7 +43,10 @@ function quickCatalog(connection: DriverConnection): QuickCatalog {
       if (token) {
         const row = token.startsWith("strata_") ? await tokenByHash(connection, hashToken(token)) : null;
         if (!row || row.revoked || row.agentDisabled) throw new StrataError("UNAUTHORIZED", BAD_TOKEN);
-        if (row.lastUsedAt === null || !(Date.now() - row.lastUsedAt <= LAST_USE_RECORDED_EVERY_MS)) return null;
+        const now = new Date();
+        if (row.lastUsedAt === null || !(now.getTime() - row.lastUsedAt <= LAST_USE_RECORDED_EVERY_MS)) {
+          await recordTokenUse(connection, row.tokenId, now).catch(() => undefined);
+        }
         return trustAgent(row.agentId, row.agentName);
       }
       if (!name) throw new CliError("Name the agent to act as: --agent NAME, or set STRATA_TOKEN.", EXIT.USAGE);

@@ -47,9 +47,20 @@ describeEachDatabase("strata capture", (catalog) => {
     });
     expect(badToken.code).toBe(8);
 
-    // The token's use was just recorded: these answers come from the driver's reads (quick-catalog.ts).
+    // The CLI reads the catalog over the driver (quick-catalog.ts) and records a token's use
+    // there, as Prisma would write it, at most once a minute.
     const agentId = agent.scope.agentId;
-    expect((await db.agentToken.findFirstOrThrow({ where: { agentId } })).lastUsedAt).not.toBeNull();
+    const lastUsed = async () => (await db.agentToken.findFirstOrThrow({ where: { agentId } })).lastUsedAt;
+    expect(Math.abs((await lastUsed())!.getTime() - Date.now())).toBeLessThan(60_000);
+    const longAgo = new Date(Date.now() - 5 * 60_000);
+    await db.agentToken.updateMany({ where: { agentId }, data: { lastUsedAt: longAgo } });
+    expect(strata(args, env).code).toBe(0);
+    expect(Math.abs((await lastUsed())!.getTime() - Date.now())).toBeLessThan(60_000);
+    const recent = new Date(Date.now() - 10_000);
+    await db.agentToken.updateMany({ where: { agentId }, data: { lastUsedAt: recent } });
+    expect(strata(args, env).code).toBe(0);
+    expect((await lastUsed())!.getTime()).toBe(recent.getTime());
+
     await db.agentToken.updateMany({ where: { agentId }, data: { revokedAt: new Date() } });
     const revoked = strata(args, env);
     expect(revoked.code).toBe(8);

@@ -149,7 +149,7 @@ function describe(result: CapturePublishResult): string {
 /**
  * Runs a capture against this machine's catalog. The catalog is first read over its driver
  * (quick-catalog.ts: the migration check, the agent, the lineage head); Prisma is opened only
- * when the capture has something to publish, or to record the use of the agent's token.
+ * when the capture has something to publish.
  */
 async function captureLocally(
   agentName: string | undefined,
@@ -169,11 +169,6 @@ async function captureLocally(
     ));
   try {
     const agent = await quick.agent(loadClientConfig().token, agentName);
-    if (!agent) {
-      const { localAgent } = await import("../connection.ts");
-      const { db } = await catalog();
-      return await run(localCatalog(db, await localAgent(db, agentName)));
-    }
     const full = async () => localCatalog((await catalog()).db, agent);
     return await run({
       lineageHeadId: (key) => quick.lineageHeadId(agent, key),

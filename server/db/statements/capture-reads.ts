@@ -1,15 +1,18 @@
 // The reads `strata capture` makes of this machine's catalog before it knows whether it has
 // anything to publish (cli/quick-catalog.ts): the newest applied migration, an agent token or an
-// agent by name, and a lineage's ready checkpoint head. They run on a plain driver connection
+// agent by name, and a lineage's ready checkpoint head; and the one write authentication makes,
+// recording a token's use (at most once a minute). They run on a plain driver connection
 // (better-sqlite3, or one pg client), not on Prisma's client: a capture that finds nothing new
 // (most of them; an agent captures at every turn) never loads Prisma and its query compiler.
 //
 // They are the reads authenticateAgent, localAgent and localCatalog's lineageHeadId make through
 // Prisma (server/auth/agents.ts, cli/connection.ts, server/capture/capture-publish.ts), on the
-// same columns; cli/commands/capture.test.ts runs capture both ways on both databases.
+// same columns, and a timestamp is written as Prisma writes it (UTC; ISO text on SQLite);
+// cli/commands/capture.test.ts runs capture both ways on both databases.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { ClientConfig } from "pg";
+import type { DatabaseKind } from "../dialect.ts";
 import { NEWEST_APPLIED_MIGRATION } from "../health.ts";
 import { sqliteFile } from "../migrate.ts";
 
@@ -17,6 +20,7 @@ type Row = Record<string, unknown>;
 
 /** One connection to the catalog over its driver. */
 export interface DriverConnection {
+  kind: DatabaseKind;
   /** The rows of a statement whose parameters are written `?`, in order. */
   rows(sql: string, params?: readonly unknown[]): Promise<Row[]>;
   close(): Promise<void>;
@@ -28,7 +32,13 @@ async function openSqlite(url: string): Promise<DriverConnection> {
   if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file, { timeout: 15_000 });
   return {
-    rows: async (sql, params = []) => db.prepare(sql).all(...params) as Row[],
+    kind: "sqlite",
+    async rows(sql, params = []) {
+      const statement = db.prepare(sql);
+      if (statement.reader) return statement.all(...params) as Row[];
+      statement.run(...params);
+      return [];
+    },
     close: async () => void db.close(),
   };
 }
@@ -46,6 +56,7 @@ async function openPostgres(url: string): Promise<DriverConnection> {
     throw error;
   }
   return {
+    kind: "postgres",
     async rows(sql, params = []) {
       let n = 0;
       return (
@@ -76,6 +87,7 @@ function time(value: unknown): number | null {
 }
 
 export interface TokenRow {
+  tokenId: string;
   agentId: string;
   agentName: string;
   revoked: boolean;
@@ -87,18 +99,35 @@ export interface TokenRow {
 /** The agent token with this sha256, and its agent; null when there is none. */
 export async function tokenByHash(connection: DriverConnection, tokenHash: string): Promise<TokenRow | null> {
   const [row] = await connection.rows(
-    `SELECT t.revoked_at, t.last_used_at, a.id, a.name, a.disabled_at
+    `SELECT t.id AS token_id, t.revoked_at, t.last_used_at, a.id, a.name, a.disabled_at
        FROM agent_tokens t JOIN agents a ON a.id = t.agent_id WHERE t.token_hash = ?`,
     [tokenHash],
   );
   if (!row) return null;
   return {
+    tokenId: String(row.token_id),
     agentId: String(row.id),
     agentName: String(row.name),
     revoked: row.revoked_at !== null,
     agentDisabled: row.disabled_at !== null,
     lastUsedAt: time(row.last_used_at),
   };
+}
+
+/** Records a token's use at `when`, as authenticateAgent's update of `lastUsedAt` does. */
+export async function recordTokenUse(connection: DriverConnection, tokenId: string, when: Date): Promise<void> {
+  const iso = when.toISOString();
+  if (connection.kind === "sqlite") {
+    await connection.rows("UPDATE agent_tokens SET last_used_at = ? WHERE id = ?", [
+      iso.replace("Z", "+00:00"),
+      tokenId,
+    ]);
+  } else {
+    await connection.rows(
+      "UPDATE agent_tokens SET last_used_at = CAST(? AS timestamptz) AT TIME ZONE 'UTC' WHERE id = ?",
+      [iso, tokenId],
+    );
+  }
 }
 
 /** The agent with this name, and whether it is disabled; null when there is none. */
