@@ -13,9 +13,10 @@ import { isRetryableConflict } from "./errors.ts";
 import { bindDialect, dialectOf, kindOfUrl, postgresDialect, sqliteDialect, type Dialect } from "./dialect.ts";
 
 export type { DatabaseKind } from "./dialect.ts";
+import type { Db } from "./handle.ts";
+
+export type { Db };
 export type Catalog = PrismaClient;
-/** A database handle: the client itself or an open transaction. Services take this. */
-export type Db = PrismaClient | Prisma.TransactionClient;
 
 export function sqlitePath(url: string): string {
   return url.replace(/^file:/, "").replace(/\?.*$/, "");
@@ -114,14 +115,17 @@ export async function inTransaction<T>(
   const dialect = dialectOf(db);
   return retryConflicts(
     () =>
-      db.$transaction((tx) => {
-        bindDialect(tx, dialect);
-        return fn(tx);
-      }, {
-        maxWait: 10_000,
-        timeout: options?.timeout ?? 20_000,
-        ...(options?.isolationLevel ? { isolationLevel: options.isolationLevel } : {}),
-      }),
+      db.$transaction(
+        (tx) => {
+          bindDialect(tx, dialect);
+          return fn(tx);
+        },
+        {
+          maxWait: 10_000,
+          timeout: options?.timeout ?? 20_000,
+          ...(options?.isolationLevel ? { isolationLevel: options.isolationLevel } : {}),
+        },
+      ),
     options?.attempts,
   );
 }

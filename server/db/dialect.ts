@@ -7,7 +7,7 @@
 // SQLite needs no row locks: each of its transactions holds the database write lock
 // (server/db/sqlite-serial.ts).
 import type pg from "pg";
-import type { Db } from "./client.ts";
+import type { Db } from "./handle.ts";
 
 export type DatabaseKind = "sqlite" | "postgres";
 type LockMode = "update" | "share" | "update skip locked";
