@@ -1,14 +1,28 @@
-// npm run bench:capture — capture cost against plain git on a generated 20k-file repository.
+// npm run bench:capture — what a capture costs.
+//
+// Whole processes, as an agent pays at every turn (cli/strata.mjs, the compiled CLI):
+//   strata capture of a small unchanged checkout     (goal ≤ 300 ms wall, median)
+//   strata --version, strata --help
+// Each runs BENCH_PROCESS_RUNS times (default 15): median and p95 wall time, and the largest
+// maximum RSS of the strata process. The catalog is a new SQLite file (DATABASE_URL, when set,
+// names another one); the agent acts with its token, as agents do.
+//
+// In one process, against plain git on a generated 20k-file repository:
 //   unchanged capture              vs  git status                                   (goal ≤ 1.2x)
 //   capture with 200 files changed vs  git add -A && git write-tree, private index  (goal ≤ 1.3x)
 // Both sides of a ratio run in the same process, taking turns at going first, over the same
 // changes. Wall-clock figures are medians; the CPU figures (git processes plus this process,
 // summed over all rounds, Linux only) are what to read on a busy machine, where wall-clock
-// time mostly measures the neighbours. The repository is a temporary directory, removed after.
+// time mostly measures the neighbours. The repositories are temporary directories, removed after.
+//
+// BENCH_SECTIONS=process,repo (default: all) runs only some of them; BENCH_STRATA=<cli/strata.mjs
+// of another checkout> measures that one's processes instead (before and after a change).
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { captureCheckout, type CaptureResult } from "../server/git/capture.ts";
+import { startProcess } from "../server/git/process.ts";
 import { createGitRunner } from "../server/git/runner.ts";
 import type { CaptureManifest } from "../server/domain/capture-manifest.ts";
 import { PER_DIR, filePath, git, median } from "./bench-repo.ts";
@@ -16,6 +30,11 @@ import { PER_DIR, filePath, git, median } from "./bench-repo.ts";
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
+const PROCESS_RUNS = Math.max(10, Number(process.env.BENCH_PROCESS_RUNS ?? 15));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? "process,repo").split(",").map((s) => s.trim()));
+/** The strata to measure: this checkout's, or BENCH_STRATA (another checkout's cli/strata.mjs, to compare). */
+const STRATA = process.env.BENCH_STRATA ?? fileURLToPath(new URL("../cli/strata.mjs", import.meta.url));
+const PROCESS_GOAL_MS = 300;
 
 function originalContent(path: string): string {
   const i = Number(/file(\d+)\.txt$/.exec(path)?.[1]);
@@ -94,7 +113,157 @@ function loadAverage(): string {
   }
 }
 
-async function main(): Promise<void> {
+// --- whole processes ----------------------------------------------------------------------------
+
+/**
+ * Loaded into each measured strata process (node --import): writes the process's peak RSS
+ * (KiB) to $BENCH_RSS_FILE as it exits. On Linux that is VmHWM: getrusage's maxRSS would count
+ * this (large) process, whose memory the child has until its exec. It adds well under a millisecond.
+ */
+const RSS_PROBE = `data:text/javascript,${encodeURIComponent(
+  'import{readFileSync,writeFileSync}from"node:fs";process.on("exit",()=>{let k=process.resourceUsage().maxRSS;' +
+    'try{k=Number(/VmHWM:\\s*(\\d+)/.exec(readFileSync("/proc/self/status","utf8"))[1])}catch{}' +
+    "writeFileSync(process.env.BENCH_RSS_FILE,String(k))})",
+)}`;
+
+interface ProcessRun {
+  ms: number;
+  rssKiB: number;
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `node cli/strata.mjs ARGS` (started with posix_spawn where built, as git is). */
+function runStrata(args: string[], env: Record<string, string>, scratch: string): Promise<ProcessRun> {
+  const rssFile = join(scratch, "rss");
+  rmSync(rssFile, { force: true });
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = startProcess(process.execPath, ["--import", RSS_PROBE, STRATA, ...args], {
+      cwd: scratch,
+      env: { ...env, BENCH_RSS_FILE: rssFile },
+    });
+    child.stdin.end();
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const ms = performance.now() - start;
+      let rssKiB = NaN;
+      try {
+        rssKiB = Number(readFileSync(rssFile, "utf8"));
+      } catch {
+        // The process died before its exit handler ran.
+      }
+      resolve({ ms, rssKiB, code, stdout, stderr });
+    });
+  });
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+interface ProcessRow {
+  name: string;
+  runs: ProcessRun[];
+}
+
+function processLine(row: ProcessRow): string {
+  const ms = row.runs.map((r) => r.ms);
+  const rss = Math.max(...row.runs.map((r) => r.rssKiB)) / 1024;
+  const codes = [...new Set(row.runs.map((r) => r.code))].filter((code) => code !== 0);
+  return (
+    `${row.name.padEnd(46)} ${median(ms).toFixed(0).padStart(7)} ms ${percentile(ms, 95).toFixed(0).padStart(7)} ms` +
+    ` ${rss.toFixed(0).padStart(7)} MB${codes.length > 0 ? `   (exit ${codes.join(", ")})` : ""}\n`
+  );
+}
+
+async function repeat(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  scratch: string,
+  check: (run: ProcessRun) => void,
+): Promise<ProcessRow> {
+  const runs: ProcessRun[] = [];
+  check(await runStrata(args, env, scratch)); // warm the file cache; not counted
+  for (let i = 0; i < PROCESS_RUNS; i++) {
+    const run = await runStrata(args, env, scratch);
+    check(run);
+    runs.push(run);
+  }
+  return { name, runs };
+}
+
+function expectExit(run: ProcessRun, what: string): void {
+  if (run.code !== 0) throw new Error(`${what} exited ${run.code}: ${run.stderr}`);
+}
+
+/** Whole strata processes: --version, --help, and capture of a small unchanged checkout. */
+async function processRows(): Promise<ProcessRow[]> {
+  const scratch = mkdtempSync(join(tmpdir(), "strata-bench-process-"));
+  try {
+    const root = join(scratch, "checkout");
+    mkdirSync(root);
+    writeFileSync(join(root, "README.md"), "# a small checkout\n");
+    git(root, ["init", "--quiet", "--initial-branch=main"]);
+    git(root, ["add", "-A"]);
+    git(root, ["commit", "--quiet", "-m", "first"]);
+    git(root, ["remote", "add", "origin", "https://example.invalid/bench/small.git"]);
+    git(root, ["update-ref", "refs/remotes/origin/main", "HEAD"]);
+
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      STRATA_DATA_DIR: join(scratch, "data"),
+      ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    };
+    const agent = await runStrata(["agent", "create", `bench-${process.pid}-${Date.now()}`, "--json"], env, scratch);
+    expectExit(agent, "strata agent create");
+    env.STRATA_TOKEN = (JSON.parse(agent.stdout) as { token: string }).token;
+
+    const capture = ["capture", root, "--context", `bench-${process.pid}`, "--json"];
+    const first = await runStrata(capture, env, scratch);
+    expectExit(first, "the first strata capture");
+    const unchanged = (run: ProcessRun) => {
+      expectExit(run, "strata capture");
+      const outcome = (JSON.parse(run.stdout) as { outcome: string }).outcome;
+      if (outcome !== "unchanged") throw new Error(`strata capture: expected unchanged, got ${outcome}`);
+    };
+    return [
+      // Not checked: a strata before --version existed (BENCH_STRATA) exits 2; its row says so.
+      await repeat("strata --version", ["--version"], env, scratch, () => undefined),
+      await repeat("strata --help", ["--help"], env, scratch, () => undefined),
+      await repeat("strata capture (small checkout, unchanged)", capture, env, scratch, unchanged),
+    ];
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function printProcessRows(rows: ProcessRow[]): void {
+  process.stdout.write(
+    `${`whole process (${PROCESS_RUNS} runs each)`.padEnd(46)} ${"median".padStart(10)} ${"p95".padStart(10)} ${"max RSS".padStart(10)}\n`,
+  );
+  for (const row of rows) process.stdout.write(processLine(row));
+  const capture = rows.at(-1);
+  if (capture) {
+    const ms = median(capture.runs.map((r) => r.ms));
+    process.stdout.write(
+      `${"strata capture, unchanged".padEnd(46)} median ${ms.toFixed(0)} ms ${ms <= PROCESS_GOAL_MS ? "met" : "MISSED"} (goal ≤ ${PROCESS_GOAL_MS} ms)\n`,
+    );
+  }
+  process.stdout.write("\n");
+}
+
+// --- in one process, against git ------------------------------------------------------------------
+
+async function repositoryRows(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), "strata-bench-"));
   try {
     process.stdout.write(`generating ${FILES} files in ${root} …\n`);
@@ -175,6 +344,13 @@ async function main(): Promise<void> {
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+}
+
+async function main(): Promise<void> {
+  // The processes first: this process is small then, and the machine quiet.
+  if (SECTIONS.has("process")) printProcessRows(await processRows());
+  if (SECTIONS.has("repo")) await repositoryRows();
+  process.stdout.write(`(load ${loadAverage()})\n`);
 }
 
 await main();
