@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   COMMITS_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
   DELTA_FAILED: { status: "UNPROCESSABLE_CONTENT", retryable: false },
   TREE_MISMATCH: { status: "UNPROCESSABLE_CONTENT", retryable: false },
+  // Verify: a checkout on this host is not what its snapshot recorded (data: what drifted).
+  WORKSPACE_DRIFT: { status: "PRECONDITION_FAILED", retryable: false },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

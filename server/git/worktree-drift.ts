@@ -1,0 +1,221 @@
+// How a checkout differs from a recorded tree and HEAD, without writing anything into it. The
+// recorded tree is read into a private index outside the repository, and one `git status`
+// against that index tells which recorded files no longer have their recorded content and which
+// files the tree never had. Every recorded file is compared, whatever this host's excludes or
+// size limits say; those rules only decide whether a file the tree never had counts as a change
+// (a capture here would leave it out, so it does not).
+import { lstatSync, realpathSync, statSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { OmittedEntry } from "../domain/capture-manifest.ts";
+import { StrataError } from "../domain/errors.ts";
+import { configMatching, existingObjects, oidArg, readTreeInto, repositoryLayout } from "./commands.ts";
+import { discoverRepository } from "./discover.ts";
+import { planIndexChanges } from "./omitted.ts";
+import { createGitRunner, unreadablePath, type GitCommand, type GitRunner } from "./runner.ts";
+import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
+import { statusCommand, type StatusEntry } from "./status.ts";
+
+/** The capture settings that decide whether a file the recorded tree lacks counts as drift. */
+interface DriftRules {
+  includeUntracked: boolean;
+  maxFileBytes: number;
+  /** Counted over the new files alone. */
+  maxSnapshotBytes: number;
+}
+
+/** A capture's defaults (CAPTURE_DEFAULTS in capture.ts). */
+const DEFAULT_RULES: DriftRules = {
+  includeUntracked: true,
+  maxFileBytes: 50 * 1024 * 1024,
+  maxSnapshotBytes: 256 * 1024 * 1024,
+};
+
+type PathChange = "added" | "modified" | "deleted";
+
+export interface DriftedPath {
+  path: string;
+  change: PathChange;
+}
+
+export interface RecordedState {
+  /** Null: recorded on an unborn branch. */
+  head: string | null;
+  tree: string;
+}
+
+export interface WorktreeComparison {
+  /** The checkout's top directory. */
+  root: string;
+  head: { recorded: string | null; current: string | null };
+  /** The checked-out branch now (null when HEAD is detached). */
+  branch: string | null;
+  headMoved: boolean;
+  /** HEAD moved only forward (it descends from the recorded commit) and the files are the tree's. */
+  headOnlyAdvanced: boolean;
+  /** Whether this repository holds the recorded tree; when not, no file could be compared. */
+  treeAvailable: boolean;
+  /** Every path whose content is not the recorded tree's, sorted by path. */
+  drifted: DriftedPath[];
+  /** Files the tree lacks that this host's capture rules leave out: not drift. */
+  leftOut: OmittedEntry[];
+}
+
+export interface WorktreeDriftOptions {
+  rules?: Partial<DriftRules>;
+  gitPath?: string;
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Whether `ancestor` is `descendant` or one of its ancestors. */
+function isAncestor(ancestor: string, descendant: string): GitCommand<boolean> {
+  return {
+    args: ["merge-base", "--is-ancestor", oidArg(ancestor), oidArg(descendant)],
+    okExitCodes: [0, 1],
+    parse: (out) => out.exitCode === 0,
+  };
+}
+
+/** The same call without a file-system monitor: a verify starts no daemon in the repository. */
+function withoutFsmonitor<T>(command: GitCommand<T>): GitCommand<T> {
+  return { ...command, args: ["-c", "core.fsmonitor=false", ...command.args] };
+}
+
+function checkoutDirectory(dir: string): string {
+  let real: string;
+  try {
+    real = realpathSync.native(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} does not exist.`, { cause: error });
+    }
+    throw unreadablePath(dir, (error as Error).message);
+  }
+  if (!statSync(real).isDirectory()) {
+    throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} is not a directory.`);
+  }
+  return real;
+}
+
+function byPath(a: { path: string }, b: { path: string }): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}
+
+/** Compares the checkout containing `dir` with a recorded HEAD and tree. Writes nothing there. */
+export async function compareWorktree(
+  dir: string,
+  recorded: RecordedState,
+  opts: WorktreeDriftOptions = {},
+): Promise<WorktreeComparison> {
+  const { rules: overrides, ...runnerOptions } = opts;
+  const rules = { ...DEFAULT_RULES, ...overrides };
+  const start = checkoutDirectory(dir);
+  const runner = createGitRunner({ cwd: start, ...runnerOptions });
+  const layout = (await discoverRepository(start)) ?? (await runner.run(repositoryLayout()));
+  const git = runner.at(layout.root);
+  const present = await git.run(existingObjects([recorded.tree, ...(recorded.head ? [recorded.head] : [])]));
+
+  const scratch = await mkdtemp(join(tmpdir(), "strata-verify-"));
+  try {
+    const indexFile = join(scratch, "index");
+    const treeAvailable = present.has(recorded.tree);
+    // Without the tree nothing can be compared: HEAD and the branch are still told.
+    if (treeAvailable) await git.run(readTreeInto(indexFile, recorded.tree));
+    const status = await git.run(
+      withoutFsmonitor(
+        statusCommand({
+          untracked: treeAvailable && rules.includeUntracked ? "all" : "no",
+          ignored: false,
+          ignoreSubmodules: "dirty",
+          indexFile: treeAvailable ? indexFile : undefined,
+        }),
+      ),
+    );
+    const [unreadable] = status.unreadable;
+    if (unreadable !== undefined) throw unreadablePath(unreadable, "the directory cannot be opened");
+
+    const drifted: DriftedPath[] = [];
+    const leftOut: OmittedEntry[] = [];
+    if (treeAvailable) {
+      const untracked: StatusEntry[] = [];
+      for (const entry of status.entries) {
+        if (entry.kind === "untracked") untracked.push(entry);
+        else if (entry.kind === "unmerged" || (entry.kind === "changed" && entry.y !== ".")) {
+          drifted.push({
+            path: entry.path,
+            change: entry.kind === "changed" && entry.y === "D" ? "deleted" : "modified",
+          });
+        }
+      }
+      const plan = await planNewFiles(git, layout.root, scratch, untracked, rules);
+      drifted.push(...plan.update.map((path) => ({ path, change: "added" as const })));
+      leftOut.push(...plan.omitted.sort(byPath));
+    }
+    drifted.sort(byPath);
+
+    const current = status.head;
+    const headMoved = current !== recorded.head;
+    const sameFiles = treeAvailable && drifted.length === 0;
+    let headOnlyAdvanced = false;
+    if (headMoved && sameFiles && current !== null) {
+      // An unborn recorded branch is an ancestor of every commit; a recorded commit this
+      // repository does not have cannot be shown to be one.
+      headOnlyAdvanced =
+        recorded.head === null || (present.has(recorded.head) && (await git.run(isAncestor(recorded.head, current))));
+    }
+    return {
+      root: layout.root,
+      head: { recorded: recorded.head, current },
+      branch: status.branch,
+      headMoved,
+      headOnlyAdvanced,
+      treeAvailable,
+      drifted,
+      leftOut,
+    };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Of the files the recorded tree lacks: those a capture on this host would add, and those it leaves out. */
+async function planNewFiles(
+  git: GitRunner,
+  root: string,
+  scratch: string,
+  untracked: readonly StatusEntry[],
+  rules: DriftRules,
+) {
+  const files = untracked.map((e) => e.path).filter((p) => !p.endsWith("/"));
+  const sizes = new Map<string, number | null>();
+  for (const path of files) sizes.set(path, lstatSync(join(root, path), { throwIfNoEntry: false })?.size ?? null);
+  let snapshotIgnored = new Set<string>();
+  if (files.length > 0) {
+    const ignoreCase = (await git.run(configMatching("^core\\.ignorecase$"))).some(([, v]) =>
+      /^(true|yes|on|1)$/i.test(v),
+    );
+    snapshotIgnored = await snapshotIgnoredPaths(git, root, scratch, ignoreCase, files);
+  }
+  // With every untracked file listed, a directory is listed only when it holds a repository.
+  const nestedRepositories = new Set(untracked.map((e) => e.path).filter((p) => p.endsWith("/")));
+  return planIndexChanges(untracked, { ...rules, snapshotIgnored, nestedRepositories, sizes });
+}
+
+/**
+ * Whether the checkout's HEAD only moved forward from `recordedCommit` (it is a descendant, not
+ * the commit itself) while its files are still exactly `recordedTree`: the case a resume
+ * continues in place.
+ */
+export async function isHeadOnlyAdvance(
+  dir: string,
+  recordedCommit: string | null,
+  recordedTree: string,
+  opts: WorktreeDriftOptions = {},
+): Promise<boolean> {
+  const comparison = await compareWorktree(dir, { head: recordedCommit, tree: recordedTree }, opts);
+  return comparison.headOnlyAdvanced;
+}
