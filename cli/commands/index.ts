@@ -18,6 +18,7 @@ const MODULES = {
   user: async () => (await import("./user.ts")).registerUser,
   worker: async () => (await import("./worker.ts")).registerWorker,
   restore: async () => (await import("./restore.ts")).registerRestore,
+  verify: async () => (await import("./verify.ts")).registerVerify,
 } satisfies Record<string, () => Promise<Register>>;
 
 type ModuleName = keyof typeof MODULES;
@@ -87,6 +88,11 @@ export const COMMANDS: Readonly<Record<string, TopCommand>> = {
     module: "restore",
     term: "import [options] <file>",
     description: "check every blob of an export against its hash, then store the snapshot in this catalog",
+  },
+  verify: {
+    module: "verify",
+    term: "verify [options] <dir>",
+    description: "check that a checkout is exactly what a snapshot recorded: its HEAD and every file of its tree",
   },
 };
 
