@@ -105,8 +105,12 @@ describeEachDatabase("capture and publish", (catalog, kind) => {
     const second = await captureAndPublish(port, { dir: root, target });
     expect(second.outcome).toBe("appended");
     expect(second.manifest.patches.map((p) => p.kind)).toEqual(["full", "incremental"]);
-    // The full patch was stored already: only the new patch and the manifests travel.
-    expect(second.uploaded.blobs).toBe(3);
+    // The full patch was stored already: only the new patch, the binary file it carries whole
+    // and the manifests travel.
+    expect(second.manifest.patches[1]?.files).toEqual([
+      expect.objectContaining({ oid: git(root, ["hash-object", "b.bin"]).trim(), size: 3 }),
+    ]);
+    expect(second.uploaded.blobs).toBe(4);
     const secondRow = await db.snapshot.findUniqueOrThrow({ where: { id: second.snapshotId } });
     expect(secondRow).toMatchObject({ predecessorId: first.snapshotId, sequence: 2 });
     const layer = await db.layer.findFirstOrThrow({

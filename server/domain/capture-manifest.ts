@@ -47,6 +47,21 @@ const omittedEntrySchema = z.object({
 });
 export type OmittedEntry = z.infer<typeof omittedEntrySchema>;
 
+/**
+ * A changed file a patch carries whole, as a blob of its own, instead of as a binary delta: git
+ * treats it as binary, or it is larger than 1 MiB (server/git/patch-chain.ts). The patch names
+ * it by object id ("Binary files … differ" after a full index line); a restore writes the blob
+ * into its object store before applying the patch, which then takes the object as it is.
+ */
+const wholeFileSchema = z.object({
+  /** The git blob id the patch gives the file. */
+  oid: objectIdSchema,
+  /** The sha256 of the blob's content, stored as a blob of the catalog. */
+  digest: blobDigestSchema,
+  size: z.number().int().nonnegative(),
+});
+export type WholeFile = z.infer<typeof wholeFileSchema>;
+
 const patchLinkSchema = z.object({
   uuid: z.uuid(),
   /** The previous patch of the chain; null for a full patch. */
@@ -59,6 +74,8 @@ const patchLinkSchema = z.object({
   base: objectIdSchema,
   /** The tree applying it produces. */
   tree: objectIdSchema,
+  /** The files the patch carries whole (absent when none). */
+  files: z.array(wholeFileSchema).max(100_000).optional(),
 });
 export type PatchLink = z.infer<typeof patchLinkSchema>;
 
@@ -103,16 +120,17 @@ export const captureManifestSchema = z.object({
 });
 export type CaptureManifest = z.infer<typeof captureManifestSchema>;
 
-/** Every blob a manifest needs: its patches and its bundle. */
+/** Every blob a manifest needs: its patches, the files they carry whole, and its bundle. */
 export function manifestBlobDigests(manifest: CaptureManifest): string[] {
-  const digests = manifest.patches.map((p) => p.digest);
+  const digests = manifest.patches.flatMap((p) => [p.digest, ...(p.files ?? []).map((f) => f.digest)]);
   if (manifest.bundle) digests.push(manifest.bundle.digest);
   return [...new Set(digests)];
 }
 
 /** The content size a manifest's blobs add up to. */
 export function manifestContentBytes(manifest: CaptureManifest): number {
-  return manifest.patches.reduce((sum, p) => sum + p.size, 0) + (manifest.bundle?.size ?? 0);
+  const files = (p: PatchLink) => (p.files ?? []).reduce((sum, f) => sum + f.size, 0);
+  return manifest.patches.reduce((sum, p) => sum + p.size + files(p), 0) + (manifest.bundle?.size ?? 0);
 }
 
 function byPathThenReason(a: OmittedEntry, b: OmittedEntry): number {

@@ -169,6 +169,7 @@ function checkPatches(m: Obj, length: 40 | 64, format: "sha1" | "sha256"): void 
     }
     objectId(link.base, length, `${at}.base`);
     objectId(link.tree, length, `${at}.tree`);
+    if (link.files !== undefined) checkWholeFiles(link.files, length, `${at}.files`);
     // The chain's shape: one full patch against HEAD (or the empty tree), then incremental
     // patches each against the tree before it.
     if (previous === null) {
@@ -185,6 +186,18 @@ function checkPatches(m: Obj, length: 40 | 64, format: "sha1" | "sha256"): void 
   if (previous !== null && (previous as Obj).tree !== m.tree) {
     throw invalid(`patches[${patches.length - 1}].tree`, "the chain does not end at the recorded tree");
   }
+}
+
+/** The files a patch carries whole (capture-manifest.ts): object id, digest, size, each. */
+function checkWholeFiles(value: unknown, length: 40 | 64, at: string): void {
+  list(value, at, 100_000).forEach((file, i) => {
+    if (!isObj(file)) throw invalid(`${at}[${i}]`, "not an object");
+    objectId(file.oid, length, `${at}[${i}].oid`);
+    digest(file.digest, `${at}[${i}].digest`);
+    if (typeof file.size !== "number" || !Number.isSafeInteger(file.size) || file.size < 0) {
+      throw invalid(`${at}[${i}].size`, "not a byte count");
+    }
+  });
 }
 
 function checkBundle(m: Obj, length: 40 | 64): void {

@@ -84,7 +84,10 @@ export type CaptureResult =
   | {
       outcome: "captured";
       manifest: CaptureManifest;
-      /** New content by sha256: the new patch and the bundle when it changed. Not stored here. */
+      /**
+       * New content by sha256: the new patch, the files it carries whole, and the bundle when it
+       * changed. Not stored here.
+       */
       artifacts: Map<string, Buffer>;
     }
   | { outcome: "unchanged"; manifest: CaptureManifest }
@@ -196,7 +199,7 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
     const chain = completeChain(pending, tree);
 
     const artifacts = new Map<string, Buffer>();
-    if (chain.artifact) artifacts.set(chain.artifact.digest, chain.artifact.bytes);
+    for (const artifact of chain.artifacts) artifacts.set(artifact.digest, artifact.bytes);
     if (bundle.bundle && bundle.bytes) artifacts.set(bundle.bundle.digest, bundle.bytes);
 
     const manifest = captureManifestSchema.parse({

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { isStrataError } from "../domain/errors.ts";
 import {
+  blobContents,
   commitText,
   configMatching,
   fetchBranch,
@@ -16,6 +17,8 @@ import {
   refUpdate,
   updateIndexFromWorktree,
   updateRefs,
+  wholeFilesInPatch,
+  WHOLE_FILE_THRESHOLD_BYTES,
 } from "./commands.ts";
 import { parseStatus, parseUnreadableWarnings, statusCommand } from "./status.ts";
 import type { GitOutput } from "./runner.ts";
@@ -204,13 +207,59 @@ describe("parsers", () => {
     expect(command.parse(output("a.tmp\0"))).toEqual(new Set(["a.tmp"]));
   });
 
-  it("builds patches that any git applies the same way", () => {
+  it("builds patches that any git applies the same way, naming binary and large files by object id", () => {
     const patch = treePatch(A, B, 100);
     expect(patch.args).toEqual(
-      expect.arrayContaining(["--binary", "--full-index", "--no-renames", "--no-ext-diff", "--no-textconv"]),
+      expect.arrayContaining(["--full-index", "--no-renames", "--no-ext-diff", "--no-textconv"]),
     );
+    expect(patch.args).not.toContain("--binary");
+    expect(patch.args.slice(0, 2)).toEqual(["-c", `core.bigFileThreshold=${WHOLE_FILE_THRESHOLD_BYTES}`]);
     expect(patch.args.slice(-2)).toEqual([A, B]);
     expect(patch.maxOutputBytes).toBe(100);
+  });
+
+  it("finds the files a patch carries whole in its section headers only", () => {
+    const zero = "0".repeat(40);
+    const C = "c".repeat(40);
+    const patch = [
+      `diff --git a/img.png b/img.png`,
+      `index ${A}..${B} 100644`,
+      `Binary files a/img.png and b/img.png differ`,
+      `diff --git a/notes.txt b/notes.txt`,
+      `index ${A}..${C} 100644`,
+      `--- a/notes.txt`,
+      `+++ b/notes.txt`,
+      `@@ -1 +1 @@`,
+      `-Binary files a/x and b/x differ`,
+      `+diff --git a/y b/y`,
+      `diff --git a/gone.bin b/gone.bin`,
+      `deleted file mode 100644`,
+      `index ${B}..${zero}`,
+      `Binary files a/gone.bin and /dev/null differ`,
+      `diff --git a/new.bin b/new.bin`,
+      `new file mode 100755`,
+      `index ${zero}..${C}`,
+      `Binary files /dev/null and b/new.bin differ`,
+      ``,
+    ].join("\n");
+    expect(wholeFilesInPatch(Buffer.from(patch))).toEqual([B, C]);
+    expect(wholeFilesInPatch(Buffer.alloc(0))).toEqual([]);
+  });
+
+  it("reads blobs in one cat-file --batch and refuses one it did not print", () => {
+    const command = blobContents([A, B], 1000);
+    expect(command.args).toEqual(["cat-file", "--batch"]);
+    expect(command.input).toBe(`${A}\n${B}\n`);
+    const printed = Buffer.concat([
+      Buffer.from(`${A} blob 3\n`),
+      Buffer.from([0, 10, 255]),
+      Buffer.from(`\n${B} blob 0\n\n`),
+    ]);
+    const blobs = command.parse(output(printed));
+    expect([...(blobs.get(A) ?? [])]).toEqual([0, 10, 255]);
+    expect(blobs.get(B)?.length).toBe(0);
+    expect(() => command.parse(output(`${A} missing\n`))).toThrow(/could not read/);
+    expect(() => command.parse(output(Buffer.from(`${A} blob 1\nx\n`)))).toThrow(/did not print/);
   });
 
   it("commits with a fixed identity and date, and moves refs without hooks", () => {

@@ -273,9 +273,19 @@ export function unpushedBundle(maxBytes: number): GitCommand<Buffer> {
 
 // --- patches -----------------------------------------------------------------------------------
 
+/**
+ * Files larger than this count as binary in a patch (git's core.bigFileThreshold), like the
+ * files git finds binary by their content or attributes: the patch names each such file by its
+ * object id ("Binary files … differ") and the capture stores its content whole, as a blob of
+ * its own (patch-chain.ts). A binary delta of a large file costs seconds to compute (3.2 s for a
+ * modified 30 MB file) and the delta of compressed or generated content is rarely small.
+ */
+export const WHOLE_FILE_THRESHOLD_BYTES = 1024 * 1024;
+
+const PATCH_CONFIG = ["-c", `core.bigFileThreshold=${WHOLE_FILE_THRESHOLD_BYTES}`];
+
 const PATCH_OPTIONS = [
   "-p",
-  "--binary",
   "--full-index",
   "--no-renames",
   "--no-ext-diff",
@@ -285,10 +295,13 @@ const PATCH_OPTIONS = [
   "--submodule=short",
 ];
 
-/** A binary patch from one tree (or commit) to another, applicable with `git apply --binary`. */
+/**
+ * A patch from one tree (or commit) to another, applicable with `git apply` where the objects of
+ * the files it carries whole (binary or large: wholeFilesInPatch) are present.
+ */
 export function treePatch(from: string, to: string, maxBytes: number): GitCommand<Buffer> {
   return {
-    args: ["diff-tree", "-r", ...PATCH_OPTIONS, oidArg(from), oidArg(to)],
+    args: [...PATCH_CONFIG, "diff-tree", "-r", ...PATCH_OPTIONS, oidArg(from), oidArg(to)],
     maxOutputBytes: maxBytes,
     parse: (out) => out.stdout,
   };
@@ -300,10 +313,81 @@ export function treePatch(from: string, to: string, maxBytes: number): GitComman
  */
 export function indexPatch(indexFile: string, from: string, maxBytes: number): GitCommand<Buffer> {
   return {
-    args: ["diff-index", "--cached", ...PATCH_OPTIONS, oidArg(from)],
+    args: [...PATCH_CONFIG, "diff-index", "--cached", ...PATCH_OPTIONS, oidArg(from)],
     env: { GIT_INDEX_FILE: indexFile },
     maxOutputBytes: maxBytes,
     parse: (out) => out.stdout,
+  };
+}
+
+const EMPTY_OID = /^0+$/;
+
+/**
+ * The object ids of the files a patch carries whole: each section that says "Binary files …
+ * differ" after its full index line, unless the file is deleted (its new id is all zeros). Only a
+ * section's header is read: every line of a text hunk starts with ' ', '+', '-' or '\\'.
+ */
+export function wholeFilesInPatch(patch: Buffer): string[] {
+  const oids = new Set<string>();
+  let inHeader = false;
+  let newOid: string | null = null;
+  let at = 0;
+  while (at < patch.length) {
+    const end = patch.indexOf(0x0a, at);
+    const lineEnd = end < 0 ? patch.length : end;
+    const first = patch[at];
+    // Only header lines matter: "diff --git", "index …", "Binary files …".
+    if (first === 0x64 || (inHeader && (first === 0x69 || first === 0x42 || first === 0x40 || first === 0x2d))) {
+      const line = patch.subarray(at, Math.min(lineEnd, at + 300)).toString("latin1");
+      if (line.startsWith("diff --git ")) {
+        inHeader = true;
+        newOid = null;
+      } else if (inHeader && line.startsWith("index ")) {
+        newOid = /^index [0-9a-f]+\.\.([0-9a-f]+)/.exec(line)?.[1] ?? null;
+      } else if (inHeader && line.startsWith("Binary files ")) {
+        if (newOid !== null && isObjectId(newOid) && !EMPTY_OID.test(newOid)) oids.add(newOid);
+        inHeader = false;
+      } else if (line.startsWith("@@") || line.startsWith("--- ")) {
+        inHeader = false;
+      }
+    }
+    at = lineEnd + 1;
+  }
+  return [...oids];
+}
+
+/** The content of each blob, by object id (`git cat-file --batch`); fails if one is missing. */
+export function blobContents(oids: readonly string[], maxBytes: number): GitCommand<Map<string, Buffer>> {
+  return {
+    args: ["cat-file", "--batch"],
+    input: oids.map((oid) => `${oidArg(oid)}\n`).join(""),
+    maxOutputBytes: maxBytes,
+    parse: (out) => {
+      const blobs = new Map<string, Buffer>();
+      let at = 0;
+      while (at < out.stdout.length) {
+        const end = out.stdout.indexOf(0x0a, at);
+        if (end < 0) break;
+        const header = out.stdout.subarray(at, end).toString("latin1");
+        const match = /^([0-9a-f]+) blob (\d+)$/.exec(header);
+        if (!match) {
+          throw new StrataError("GIT_FAILED", `git cat-file could not read an object: ${header.slice(0, 200)}`, {
+            data: { subcommand: "cat-file" },
+          });
+        }
+        const size = Number(match[2]);
+        blobs.set(match[1] as string, out.stdout.subarray(end + 1, end + 1 + size));
+        at = end + 1 + size + 1;
+      }
+      for (const oid of oids) {
+        if (!blobs.has(oid)) {
+          throw new StrataError("GIT_FAILED", `git cat-file did not print object ${oid}.`, {
+            data: { subcommand: "cat-file" },
+          });
+        }
+      }
+      return blobs;
+    },
   };
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { CaptureManifest, PatchLink } from "../domain/capture-manifest.ts";
 import { completeChain, planPatchChain } from "./patch-chain.ts";
@@ -46,7 +47,7 @@ describe("the patch chain", () => {
   it("links a new patch to the last one and adds nothing for an empty patch", () => {
     const kept = [link(U1, null)];
     const grown = completeChain(
-      { plan: { kind: "incremental", base: TREE, kept }, bytes: Buffer.from("diff") },
+      { plan: { kind: "incremental", base: TREE, kept }, bytes: Buffer.from("diff"), files: new Map() },
       "4".repeat(40),
     );
     expect(grown.patches).toHaveLength(2);
@@ -57,10 +58,28 @@ describe("the patch chain", () => {
       tree: "4".repeat(40),
       size: 4,
     });
-    expect(grown.artifact?.digest).toBe(grown.patches[1]?.digest);
-    expect(completeChain({ plan: { kind: "full", base: HEAD, kept: [] }, bytes: Buffer.alloc(0) }, TREE)).toEqual({
-      patches: [],
-      artifact: null,
-    });
+    expect(grown.patches[1]).not.toHaveProperty("files");
+    expect(grown.artifacts.map((a) => a.digest)).toEqual([grown.patches[1]?.digest]);
+    expect(
+      completeChain({ plan: { kind: "full", base: HEAD, kept: [] }, bytes: Buffer.alloc(0), files: new Map() }, TREE),
+    ).toEqual({ patches: [], artifacts: [] });
+  });
+
+  it("lists the files a patch carries whole on its link, and their content among the artifacts", () => {
+    const [a, b] = ["a".repeat(40), "b".repeat(40)];
+    const files = new Map([
+      [b, Buffer.from("bee")],
+      [a, Buffer.from("ay")],
+    ]);
+    const grown = completeChain(
+      { plan: { kind: "full", base: HEAD, kept: [] }, bytes: Buffer.from("diff"), files },
+      TREE,
+    );
+    const sha = (text: string) => createHash("sha256").update(text).digest("hex");
+    expect(grown.patches[0]?.files).toEqual([
+      { oid: a, digest: sha("ay"), size: 2 },
+      { oid: b, digest: sha("bee"), size: 3 },
+    ]);
+    expect(grown.artifacts.map((x) => x.digest)).toEqual([sha("diff"), sha("ay"), sha("bee")]);
   });
 });

@@ -1,10 +1,15 @@
-// The patch chain: a full binary patch from HEAD, then incremental patches from the previous
-// capture's tree, restarting from HEAD every `fullEvery` links, whenever HEAD moved, and
-// whenever the previous tree is no longer in the repository.
+// The patch chain: a full patch from HEAD, then incremental patches from the previous capture's
+// tree, restarting from HEAD every `fullEvery` links, whenever HEAD moved, and whenever the
+// previous tree is no longer in the repository.
+//
+// A patch carries text changes as diffs and every binary or large file whole (commands.ts,
+// WHOLE_FILE_THRESHOLD_BYTES): the patch names the file's object, whose content is stored as a
+// blob of its own and listed on the link (`files`); a restore writes those objects before it
+// applies the patch.
 import { createHash, randomUUID } from "node:crypto";
-import type { CaptureManifest, PatchLink } from "../domain/capture-manifest.ts";
+import type { CaptureManifest, PatchLink, WholeFile } from "../domain/capture-manifest.ts";
 import { isStrataError } from "../domain/errors.ts";
-import { indexPatch, treePatch } from "./commands.ts";
+import { blobContents, indexPatch, treePatch, wholeFilesInPatch } from "./commands.ts";
 import type { GitRunner } from "./runner.ts";
 
 export interface ChainPlan {
@@ -37,12 +42,18 @@ export function planPatchChain(opts: {
 export interface PendingPatch {
   plan: ChainPlan;
   bytes: Buffer;
+  /** The content of each file the patch carries whole, by object id. */
+  files: Map<string, Buffer>;
 }
 
 export interface ChainOutcome {
   patches: PatchLink[];
-  /** The new patch's bytes, or null when the chain did not grow. */
-  artifact: { digest: string; bytes: Buffer } | null;
+  /** The new patch and the files it carries whole, by sha256; empty when the chain did not grow. */
+  artifacts: { digest: string; bytes: Buffer }[];
+}
+
+function sha256(bytes: Buffer): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }
 
 /**
@@ -60,28 +71,38 @@ export async function makePatch(
     to: { tree: string } | { indexFile: string };
   },
 ): Promise<PendingPatch> {
-  const run = (base: string) =>
-    git.run(
+  const run = async (plan: ChainPlan): Promise<PendingPatch> => {
+    const bytes = await git.run(
       "tree" in opts.to
-        ? treePatch(base, opts.to.tree, opts.maxBytes)
-        : indexPatch(opts.to.indexFile, base, opts.maxBytes),
+        ? treePatch(plan.base, opts.to.tree, opts.maxBytes)
+        : indexPatch(opts.to.indexFile, plan.base, opts.maxBytes),
     );
+    const whole = wholeFilesInPatch(bytes);
+    const files = whole.length > 0 ? await git.run(blobContents(whole, opts.maxBytes)) : new Map<string, Buffer>();
+    return { plan, bytes, files };
+  };
   const plan = planPatchChain(opts);
-  if ("tree" in opts.to && plan.base === opts.to.tree) return { plan, bytes: Buffer.alloc(0) };
+  if ("tree" in opts.to && plan.base === opts.to.tree) return { plan, bytes: Buffer.alloc(0), files: new Map() };
   try {
-    return { plan, bytes: await run(plan.base) };
+    return await run(plan);
   } catch (error) {
     if (plan.kind !== "incremental" || !isStrataError(error, "GIT_FAILED")) throw error;
-    const full = planPatchChain({ ...opts, previous: null });
-    return { plan: full, bytes: await run(full.base) };
+    return run(planPatchChain({ ...opts, previous: null }));
   }
 }
 
 /** The chain once the tree is known. An empty patch adds no link. */
 export function completeChain(pending: PendingPatch, tree: string): ChainOutcome {
   const { plan, bytes } = pending;
-  if (bytes.length === 0) return { patches: plan.kept, artifact: null };
-  const digest = createHash("sha256").update(bytes).digest("hex");
+  if (bytes.length === 0) return { patches: plan.kept, artifacts: [] };
+  const digest = sha256(bytes);
+  const artifacts = [{ digest, bytes }];
+  const files: WholeFile[] = [];
+  for (const [oid, content] of [...pending.files].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const file = { oid, digest: sha256(content), size: content.length };
+    files.push(file);
+    artifacts.push({ digest: file.digest, bytes: content });
+  }
   const link: PatchLink = {
     uuid: randomUUID(),
     parent: plan.kept.at(-1)?.uuid ?? null,
@@ -90,6 +111,7 @@ export function completeChain(pending: PendingPatch, tree: string): ChainOutcome
     kind: plan.kind,
     base: plan.base,
     tree,
+    ...(files.length > 0 ? { files } : {}),
   };
-  return { patches: [...plan.kept, link], artifact: { digest, bytes } };
+  return { patches: [...plan.kept, link], artifacts };
 }

@@ -57,6 +57,21 @@ export function hasCommit(oid: string): GitCommand<boolean> {
   };
 }
 
+/**
+ * Writes each file's bytes, exactly as they are (no clean filters), as a blob object and
+ * returns their object ids in order: the content of files a patch carries whole (patch-chain.ts).
+ */
+export function writeBlobObjects(files: readonly string[]): GitCommand<string[]> {
+  if (files.some((file) => file.includes("\n"))) {
+    throw new StrataError("INVALID_INPUT", "Refusing a file name with a line break.");
+  }
+  return {
+    args: [...RESTORE_CONFIG, "hash-object", "-w", "--no-filters", "--stdin-paths"],
+    input: files.map((file) => `${file}\n`).join(""),
+    parse: (out) => decodeUtf8(out.stdout).split("\n").filter(Boolean),
+  };
+}
+
 /** The user's own ssh command from configuration (core.sshCommand), if any. */
 export function configuredSshCommand(): GitCommand<string | null> {
   return {

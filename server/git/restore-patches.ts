@@ -1,6 +1,10 @@
 // Applying a snapshot's patch chain to the index of a restore, link by link, each one whole or
 // not at all: a link counts as applied only when git applied all of it and the tree it makes
 // is the tree the capture recorded for it. The chain stops at the first link that fails.
+//
+// The files a link carries whole (binary or large: patch-chain.ts) are written into the
+// repository's object store first, each checked against its sha256 and then its object id; the
+// patch names them, and git apply takes those objects as they are.
 import { readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { PatchLink } from "../domain/capture-manifest.ts";
@@ -8,7 +12,7 @@ import { isStrataError, StrataError } from "../domain/errors.ts";
 import type { MissingChangeSet } from "../domain/restore-result.ts";
 import { writeTree } from "./commands.ts";
 import { copyBlobToFile, type BlobSource } from "./restore-blobs.ts";
-import { applyPatchToIndex, readTreeToIndex } from "./restore-commands.ts";
+import { applyPatchToIndex, readTreeToIndex, writeBlobObjects } from "./restore-commands.ts";
 import type { GitRunner } from "./runner.ts";
 
 export interface ChainOutcome {
@@ -91,6 +95,34 @@ async function patchPaths(file: string): Promise<string[] | null> {
   }
 }
 
+/** Writes the files `link` carries whole into the object store, verified to their object ids. */
+async function writeWholeFiles(
+  git: GitRunner,
+  link: PatchLink,
+  opts: { blobs: BlobSource; scratch: string; signal?: AbortSignal },
+): Promise<void> {
+  const files = link.files ?? [];
+  if (files.length === 0) return;
+  const paths = files.map((file, i) => join(opts.scratch, `${link.uuid}.file${i}`));
+  try {
+    for (const [i, file] of files.entries()) {
+      await copyBlobToFile(opts.blobs, file.digest, paths[i] as string, { size: file.size, signal: opts.signal });
+    }
+    const written = await git.run(writeBlobObjects(paths));
+    for (const [i, file] of files.entries()) {
+      if (written[i] !== file.oid) {
+        throw new StrataError("BLOB_CORRUPT", `Blob ${file.digest} is not the object ${file.oid} its patch names.`, {
+          hint: "The snapshot's record does not match its content. Restore another snapshot, or capture again.",
+          data: { digest: file.digest, oid: file.oid, actual: written[i] ?? null },
+          retryable: false,
+        });
+      }
+    }
+  } finally {
+    await Promise.all(paths.map((path) => rm(path, { force: true })));
+  }
+}
+
 /**
  * Applies `links` in order onto `start` (HEAD's commit, or the empty tree) in the index and
  * returns what applied. Later links build on earlier ones, so the first failure ends the chain.
@@ -116,6 +148,7 @@ export async function applyChain(
     try {
       await copyBlobToFile(opts.blobs, link.digest, file, { size: link.size, signal: opts.signal });
       readable = true;
+      await writeWholeFiles(git, link, opts);
       await git.run(applyPatchToIndex(opts.indexFile, file));
       const after = await git.run(writeTree(opts.indexFile));
       if (after !== link.tree) {

@@ -198,6 +198,19 @@ const MALFORMED: Array<[string, string, string, Record<string, unknown>]> = [
   ["a patch base that is not HEAD", "patches[0].base", "3333", withPatch({ base: "3".repeat(40) })],
   ["a patch tree that is not an id", "patches[0].tree", "master", withPatch({ tree: "master" })],
   [
+    "a whole file that is not an object id",
+    "patches[0].files[0].oid",
+    "HEAD:a.bin",
+    withPatch({ files: [{ oid: "HEAD:a.bin", digest: "c".repeat(64), size: 1 }] }),
+  ],
+  [
+    "a whole file digest that is not sha256",
+    "patches[0].files[0].digest",
+    "yyyy",
+    withPatch({ files: [{ oid: "5".repeat(40), digest: "yyyy", size: 1 }] }),
+  ],
+  ["whole files that are not a list", "patches[0].files", "zzzz", withPatch({ files: "zzzz" })],
+  [
     "a bundle commit that is not an id",
     "bundle.commits[0]",
     "HEAD@{1}",
