@@ -15,8 +15,12 @@
 // summed over all rounds, Linux only) are what to read on a busy machine, where wall-clock
 // time mostly measures the neighbours. The repositories are temporary directories, removed after.
 //
-// BENCH_SECTIONS=process,repo (default: all) runs only some of them; BENCH_STRATA=<cli/strata.mjs
+// A modified 30 MB binary file (BENCH_BINARY_MB), in one process: the capture, which stores the
+// file whole, against the `git diff-index --binary` delta its patch used to carry (3.2 s).
+//
+// BENCH_SECTIONS=process,binary,repo (default: all) runs only some of them; BENCH_STRATA=<cli/strata.mjs
 // of another checkout> measures that one's processes instead (before and after a change).
+import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,7 +35,9 @@ const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const PROCESS_RUNS = Math.max(10, Number(process.env.BENCH_PROCESS_RUNS ?? 15));
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? "process,repo").split(",").map((s) => s.trim()));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? "process,binary,repo").split(",").map((s) => s.trim()));
+const BINARY_MB = Number(process.env.BENCH_BINARY_MB ?? 30);
+const BINARY_ROUNDS = Math.max(1, Number(process.env.BENCH_BINARY_ROUNDS ?? 5));
 /** The strata to measure: this checkout's, or BENCH_STRATA (another checkout's cli/strata.mjs, to compare). */
 const STRATA = process.env.BENCH_STRATA ?? fileURLToPath(new URL("../cli/strata.mjs", import.meta.url));
 const PROCESS_GOAL_MS = 300;
@@ -261,6 +267,76 @@ function printProcessRows(rows: ProcessRow[]): void {
   process.stdout.write("\n");
 }
 
+// --- a large binary file --------------------------------------------------------------------------
+
+/** Captures of a checkout whose 30 MB binary file changes a little between captures. */
+async function binaryRows(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), "strata-bench-binary-"));
+  try {
+    const size = BINARY_MB * 1024 * 1024;
+    const content = randomBytes(size);
+    writeFileSync(join(root, "model.bin"), content);
+    writeFileSync(join(root, "README.md"), "a model\n");
+    git(root, ["init", "--quiet", "--initial-branch=main"]);
+    git(root, ["add", "-A"]);
+    git(root, ["commit", "--quiet", "-m", "model"]);
+    git(root, ["update-ref", "refs/remotes/origin/main", "HEAD"]);
+    const runner = createGitRunner({ cwd: root });
+    const head = git(root, ["rev-parse", "HEAD"]).trim();
+    const deltaIndex = { GIT_INDEX_FILE: join(root, ".git", "bench-delta-index") };
+    const ref = { workContext: "bench-binary" };
+    let previous = expectOutcome(await captureCheckout(root, { snapshotRef: ref }), "captured");
+    await settle(root);
+
+    const capture = sample();
+    const delta = sample();
+    let wholeBytes = 0;
+    let patchBytes = 0;
+    let deltaBytes = 0;
+    for (let round = 0; round < BINARY_ROUNDS; round++) {
+      // 64 bytes rewritten somewhere in the file, as a tool updating a database or a model does.
+      randomBytes(64).copy(content, (round * 7919 * 1024) % (size - 64));
+      writeFileSync(join(root, "model.bin"), content);
+      const manifest = expectOutcome(
+        await timed(capture, () => captureCheckout(root, { previous, snapshotRef: ref })),
+        "captured",
+      );
+      const link = manifest.patches.at(-1);
+      patchBytes = link?.size ?? 0;
+      wholeBytes = (link?.files ?? []).reduce((sum, f) => sum + f.size, 0);
+      previous = manifest;
+      // What the patch used to be: a binary delta from HEAD, made from an index holding the file.
+      git(root, ["read-tree", head], deltaIndex);
+      git(root, ["add", "model.bin"], deltaIndex);
+      const patch = await timed(delta, () =>
+        runner.run({
+          args: ["diff-index", "--cached", "-p", "--binary", "--full-index", "--no-renames", head],
+          env: deltaIndex,
+          maxOutputBytes: 4 * size,
+          parse: (out) => out.stdout,
+        }),
+      );
+      deltaBytes = patch.length;
+    }
+    const line = (name: string, s: Sample, bytes: string) =>
+      `${name.padEnd(46)} ${median(s.wall).toFixed(0).padStart(7)} ms   ${(s.cpu / BINARY_ROUNDS).toFixed(0).padStart(7)} ms   ${bytes}\n`;
+    process.stdout.write(
+      `${`${BINARY_MB} MB binary file modified (${BINARY_ROUNDS} rounds)`.padEnd(46)} ${"wall".padStart(10)}   ${"cpu".padStart(10)}   stored\n`,
+    );
+    process.stdout.write(
+      line(
+        "capture (the file stored whole)",
+        capture,
+        `patch ${patchBytes} B + file ${(wholeBytes / 2 ** 20).toFixed(1)} MiB`,
+      ),
+    );
+    process.stdout.write(line("git diff-index --binary (the delta before)", delta, `patch ${deltaBytes} B`));
+    process.stdout.write("\n");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 // --- in one process, against git ------------------------------------------------------------------
 
 async function repositoryRows(): Promise<void> {
@@ -349,6 +425,7 @@ async function repositoryRows(): Promise<void> {
 async function main(): Promise<void> {
   // The processes first: this process is small then, and the machine quiet.
   if (SECTIONS.has("process")) printProcessRows(await processRows());
+  if (SECTIONS.has("binary")) await binaryRows();
   if (SECTIONS.has("repo")) await repositoryRows();
   process.stdout.write(`(load ${loadAverage()})\n`);
 }
