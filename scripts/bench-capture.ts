@@ -427,7 +427,7 @@ async function main(): Promise<void> {
   if (SECTIONS.has("process")) printProcessRows(await processRows());
   if (SECTIONS.has("binary")) await binaryRows();
   if (SECTIONS.has("repo")) await repositoryRows();
-  process.stdout.write(`(load ${loadAverage()})\n`);
+  else process.stdout.write(`(load ${loadAverage()})\n`);
 }
 
 await main();
