@@ -21,4 +21,6 @@ if (state !== null) {
     process.stderr.write(`strata: warning: running the CLI built before its sources last changed (${why})\n`);
   }
 }
+// An unexpected error's stack names the TypeScript sources (the build's linked source maps).
+process.setSourceMapsEnabled(true);
 await import("../dist/cli/main.mjs");
