@@ -86,6 +86,7 @@ export default tseslint.config(
     ignores: [
       "node_modules/",
       ".next/",
+      "dist/",
       "server/db/generated/",
       "test-results/",
       "playwright-report/",

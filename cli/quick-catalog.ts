@@ -9,7 +9,7 @@
 // records it: at most once a minute.
 import type { LineageKey } from "../server/domain/snapshot-keys.ts";
 import { StrataError } from "../server/domain/errors.ts";
-import { trustAgent, type AgentScope } from "../server/domain/scope.ts";
+import { TOKEN_USE_RECORDED_EVERY_MS, trustAgent, type AgentScope } from "../server/domain/scope.ts";
 import { hashToken } from "../server/auth/agents.ts";
 import { ensureMigrated } from "../server/db/migrate.ts";
 import {
@@ -23,9 +23,6 @@ import {
 } from "../server/db/statements/capture-reads.ts";
 import { migrating } from "./catalog.ts";
 import { CliError, EXIT } from "./output.ts";
-
-/** How often authenticateAgent records a token's use (`lastUsedAt`). */
-const LAST_USE_RECORDED_EVERY_MS = 60_000;
 
 const BAD_TOKEN = "STRATA_TOKEN is not a valid agent token for this catalog.";
 
@@ -44,7 +41,7 @@ function quickCatalog(connection: DriverConnection): QuickCatalog {
         const row = token.startsWith("strata_") ? await tokenByHash(connection, hashToken(token)) : null;
         if (!row || row.revoked || row.agentDisabled) throw new StrataError("UNAUTHORIZED", BAD_TOKEN);
         const now = new Date();
-        if (row.lastUsedAt === null || !(now.getTime() - row.lastUsedAt <= LAST_USE_RECORDED_EVERY_MS)) {
+        if (row.lastUsedAt === null || !(now.getTime() - row.lastUsedAt <= TOKEN_USE_RECORDED_EVERY_MS)) {
           await recordTokenUse(connection, row.tokenId, now).catch(() => undefined);
         }
         return trustAgent(row.agentId, row.agentName);

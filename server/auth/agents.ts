@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
-import { trustAgent, type AgentScope } from "../domain/scope.ts";
+import { TOKEN_USE_RECORDED_EVERY_MS, trustAgent, type AgentScope } from "../domain/scope.ts";
 
 const TOKEN_PREFIX = "strata_";
 
@@ -124,7 +124,7 @@ export async function authenticateAgent(db: Db, authorization: string | null): P
   });
   if (!row || row.revokedAt || row.agent.disabledAt) return null;
   // Touch lastUsedAt at most once a minute, so authentication stays a read.
-  if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > 60_000) {
+  if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > TOKEN_USE_RECORDED_EVERY_MS) {
     await db.agentToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } }).catch(() => undefined);
   }
   const agent = trustAgent(row.agent.id, row.agent.name);

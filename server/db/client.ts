@@ -10,17 +10,23 @@ import { PrismaClient, type Prisma } from "./generated/postgres/client.ts";
 import { PrismaClient as SqlitePrismaClient } from "./generated/sqlite/client.ts";
 import { serializeSqlite } from "./sqlite-serial.ts";
 import { isRetryableConflict } from "./errors.ts";
-import { bindDialect, dialectOf, kindOfUrl, postgresDialect, sqliteDialect, type Dialect } from "./dialect.ts";
+import {
+  bindDialect,
+  dialectOf,
+  kindOfUrl,
+  postgresDialect,
+  sqliteDialect,
+  sqlitePath,
+  type Dialect,
+} from "./dialect.ts";
+
+export { sqlitePath };
 
 export type { DatabaseKind } from "./dialect.ts";
 import type { Db } from "./handle.ts";
 
 export type { Db };
 export type Catalog = PrismaClient;
-
-export function sqlitePath(url: string): string {
-  return url.replace(/^file:/, "").replace(/\?.*$/, "");
-}
 
 /**
  * The pg client of a PostgreSQL catalog. Two things on top of pg's:

@@ -195,6 +195,11 @@ export function dialectOf(db: Db): Dialect {
   return dialect;
 }
 
+/** The file a SQLite URL (`file:…`) names, without its query string. */
+export function sqlitePath(url: string): string {
+  return url.replace(/^file:/, "").replace(/\?.*$/, "");
+}
+
 /** The kind of catalog a URL names. */
 export function kindOfUrl(url: string): DatabaseKind {
   if (url.startsWith("file:")) return "sqlite";

@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { openCatalog, sqlitePath, type DatabaseKind } from "./client.ts";
 import { newestAppliedMigration } from "./health.ts";
-import { ensureMigrated, migrate, readMigrations, sqliteFile } from "./migrate.ts";
+import { ensureMigrated, migrate, readMigrations } from "./migrate.ts";
 import { createEmptyDatabase, type EmptyDatabase } from "../testing/databases.ts";
 
 type Shape = Record<string, string[]>;
@@ -124,12 +124,6 @@ describe("migrations", () => {
       }
     });
   }
-
-  it("reads a SQLite URL's file as the catalog client does", () => {
-    for (const url of ["file:./.strata/strata.db", "file:/tmp/a b.db?connection_limit=1", "file::memory:"]) {
-      expect(sqliteFile(url)).toBe(sqlitePath(url));
-    }
-  });
 
   it("refuses a database whose applied migration was edited afterwards", async () => {
     const db = await fresh("sqlite");

@@ -10,7 +10,7 @@ import { readFileSync, readdirSync, existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClientConfig } from "pg";
-import { kindOfUrl, type DatabaseKind } from "./dialect.ts";
+import { kindOfUrl, sqlitePath, type DatabaseKind } from "./dialect.ts";
 
 export interface Migration {
   name: string;
@@ -28,11 +28,6 @@ const PRISMA_DIR = fileURLToPath(new URL("../../prisma/", import.meta.url));
 
 function migrationsDir(kind: DatabaseKind): string {
   return path.join(PRISMA_DIR, kind === "postgres" ? "postgres" : "sqlite", "migrations");
-}
-
-/** The file a SQLite URL names, as openCatalog reads it (client.ts's sqlitePath, without loading Prisma). */
-export function sqliteFile(url: string): string {
-  return url.replace(/^file:/, "").replace(/\?.*$/, "");
 }
 
 export function readMigrations(kind: DatabaseKind): Migration[] {
@@ -163,7 +158,7 @@ async function migratePostgres(url: string, migrations: Migration[]): Promise<st
 
 async function migrateSqlite(url: string, migrations: Migration[]): Promise<string[]> {
   const { default: Database } = await import("better-sqlite3");
-  const file = sqliteFile(url);
+  const file = sqlitePath(url);
   if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file, { timeout: 15_000 });
   try {

@@ -2,6 +2,9 @@
 // (server/auth/agents.ts for agents; dashboard sign-in for users), so a service that takes
 // an AgentScope knows the id was proven by a token, not taken from input.
 
+/** How often an agent token's use is recorded (`lastUsedAt`): at most once in this window. */
+export const TOKEN_USE_RECORDED_EVERY_MS = 60_000;
+
 declare const agentBrand: unique symbol;
 export type AgentScope = { readonly agentId: string; readonly agentName: string } & { readonly [agentBrand]: true };
 

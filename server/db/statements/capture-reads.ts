@@ -14,7 +14,7 @@ import path from "node:path";
 import type { ClientConfig } from "pg";
 import type { DatabaseKind } from "../dialect.ts";
 import { NEWEST_APPLIED_MIGRATION } from "../health.ts";
-import { sqliteFile } from "../migrate.ts";
+import { sqlitePath } from "../dialect.ts";
 
 type Row = Record<string, unknown>;
 
@@ -28,7 +28,7 @@ export interface DriverConnection {
 
 async function openSqlite(url: string): Promise<DriverConnection> {
   const { default: Database } = await import("better-sqlite3");
-  const file = sqliteFile(url);
+  const file = sqlitePath(url);
   if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file, { timeout: 15_000 });
   return {
