@@ -7,7 +7,7 @@
 // the previous capture recorded them, the result is a reference to that capture.
 import { createHash } from "node:crypto";
 import { lstatSync, statSync } from "node:fs";
-import { lstat, realpath, stat } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import {
   captureManifestSchema,
@@ -32,10 +32,10 @@ import {
   type IndexEntry,
   type RepositoryLayout,
 } from "./commands.ts";
-import { discoverRepository } from "./discover.ts";
+import { discoverRepository, resolveCheckoutDirectory } from "./discover.ts";
 import { environmentDigest } from "./env-hash.ts";
 import { FILTER_CONFIG_PATTERN, readAttributeFiles, recordedFilters } from "./filters.ts";
-import { pathsToMeasure, planIndexChanges } from "./omitted.ts";
+import { OMISSION_DEFAULTS, pathsToMeasure, planIndexChanges } from "./omitted.ts";
 import { completeChain, makePatch, type PendingPatch } from "./patch-chain.ts";
 import { openPrivateIndex, type PrivateIndex } from "./private-index.ts";
 import { recordedRemotes } from "./remotes.ts";
@@ -73,12 +73,7 @@ export interface CaptureOptions {
   now?: () => Date;
 }
 
-const CAPTURE_DEFAULTS = {
-  includeUntracked: true,
-  maxFileBytes: 50 * 1024 * 1024,
-  maxSnapshotBytes: 256 * 1024 * 1024,
-  fullEvery: 20,
-} as const;
+const CAPTURE_DEFAULTS = { ...OMISSION_DEFAULTS, fullEvery: 20 } as const;
 
 export type CaptureResult =
   | {
@@ -105,28 +100,11 @@ export async function captureCheckout(dir: string, options: CaptureOptions = {})
   }
 }
 
-async function resolveDirectory(dir: string): Promise<string> {
-  try {
-    const real = await realpath(dir);
-    if (!(await stat(real)).isDirectory()) {
-      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} is not a directory.`);
-    }
-    return real;
-  } catch (error) {
-    if (isStrataError(error)) throw error;
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} does not exist.`, { cause: error });
-    }
-    throw unreadablePath(dir, code === "ELOOP" ? "a symbolic link loops" : (error as Error).message);
-  }
-}
-
 async function captureOrThrow(dir: string, options: CaptureOptions): Promise<CaptureResult> {
   const s = { ...CAPTURE_DEFAULTS, ...definedOnly(options) };
   const previous = options.previous ?? null;
   const now = options.now ?? (() => new Date());
-  const start = await resolveDirectory(dir);
+  const start = await resolveCheckoutDirectory(dir);
   const runner = createGitRunner({
     cwd: start,
     gitPath: options.gitPath,

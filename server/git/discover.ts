@@ -6,8 +6,32 @@
 // The dozen small reads are synchronous: each costs microseconds, far less than the thread-pool
 // round trip of its asynchronous form, and this runs at the start of every capture.
 import { lstatSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { isStrataError, StrataError } from "../domain/errors.ts";
 import type { RepositoryLayout } from "./commands.ts";
+import { unreadablePath } from "./runner.ts";
+
+/**
+ * The real path of the directory a capture or a verify starts from: NOT_A_REPOSITORY when it
+ * does not exist or is not a directory, UNREADABLE_PATH when it cannot be read.
+ */
+export async function resolveCheckoutDirectory(dir: string): Promise<string> {
+  try {
+    const real = await realpath(dir);
+    if (!(await stat(real)).isDirectory()) {
+      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} is not a directory.`);
+    }
+    return real;
+  } catch (error) {
+    if (isStrataError(error)) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} does not exist.`, { cause: error });
+    }
+    throw unreadablePath(dir, code === "ELOOP" ? "a symbolic link loops" : (error as Error).message);
+  }
+}
 
 function isDirectory(path: string): boolean {
   return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;

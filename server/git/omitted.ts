@@ -8,6 +8,13 @@ import type { IndexEntry } from "./commands.ts";
 import { deniedPathRule } from "./deny-list.ts";
 import { GITLINK_MODE, ZERO_MODE, type StatusEntry } from "./status.ts";
 
+/** What a capture leaves out unless told otherwise (captureCheckout's options override them). */
+export const OMISSION_DEFAULTS = {
+  includeUntracked: true,
+  maxFileBytes: 50 * 1024 * 1024,
+  maxSnapshotBytes: 256 * 1024 * 1024,
+} as const;
+
 export interface OmissionRules {
   includeUntracked: boolean;
   maxFileBytes: number;

@@ -4,15 +4,14 @@
 // files the tree never had. Every recorded file is compared, whatever this host's excludes or
 // size limits say; those rules only decide whether a file the tree never had counts as a change
 // (a capture here would leave it out, so it does not).
-import { lstatSync, realpathSync, statSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { OmittedEntry } from "../domain/capture-manifest.ts";
-import { StrataError } from "../domain/errors.ts";
 import { configMatching, existingObjects, oidArg, readTreeInto, repositoryLayout } from "./commands.ts";
-import { discoverRepository } from "./discover.ts";
-import { planIndexChanges } from "./omitted.ts";
+import { discoverRepository, resolveCheckoutDirectory } from "./discover.ts";
+import { OMISSION_DEFAULTS, planIndexChanges } from "./omitted.ts";
 import { createGitRunner, unreadablePath, type GitCommand, type GitRunner } from "./runner.ts";
 import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
 import { statusCommand, type StatusEntry } from "./status.ts";
@@ -25,12 +24,8 @@ interface DriftRules {
   maxSnapshotBytes: number;
 }
 
-/** A capture's defaults (CAPTURE_DEFAULTS in capture.ts). */
-const DEFAULT_RULES: DriftRules = {
-  includeUntracked: true,
-  maxFileBytes: 50 * 1024 * 1024,
-  maxSnapshotBytes: 256 * 1024 * 1024,
-};
+/** A capture's defaults. */
+const DEFAULT_RULES: DriftRules = OMISSION_DEFAULTS;
 
 type PathChange = "added" | "modified" | "deleted";
 
@@ -84,23 +79,6 @@ function withoutFsmonitor<T>(command: GitCommand<T>): GitCommand<T> {
   return { ...command, args: ["-c", "core.fsmonitor=false", ...command.args] };
 }
 
-function checkoutDirectory(dir: string): string {
-  let real: string;
-  try {
-    real = realpathSync.native(dir);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} does not exist.`, { cause: error });
-    }
-    throw unreadablePath(dir, (error as Error).message);
-  }
-  if (!statSync(real).isDirectory()) {
-    throw new StrataError("NOT_A_REPOSITORY", `${JSON.stringify(dir)} is not a directory.`);
-  }
-  return real;
-}
-
 function byPath(a: { path: string }, b: { path: string }): number {
   return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 }
@@ -113,7 +91,7 @@ export async function compareWorktree(
 ): Promise<WorktreeComparison> {
   const { rules: overrides, ...runnerOptions } = opts;
   const rules = { ...DEFAULT_RULES, ...overrides };
-  const start = checkoutDirectory(dir);
+  const start = await resolveCheckoutDirectory(dir);
   const runner = createGitRunner({ cwd: start, ...runnerOptions });
   const layout = (await discoverRepository(start)) ?? (await runner.run(repositoryLayout()));
   const git = runner.at(layout.root);
