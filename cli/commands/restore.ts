@@ -75,7 +75,8 @@ export function exitCodeFor(error: StrataError, context: "restore" | "import" = 
  * error that is not a StrataError is a bug or the database failing: it is reported as INTERNAL
  * (exit 1) without its internal text, which goes to stderr only with STRATA_DEBUG set.
  */
-async function reporting(json: boolean, context: "restore" | "import", fn: () => Promise<void>): Promise<void> {
+/** Runs fn; a typed failure is printed (JSON with --json) and sets the restore exit code for it. */
+export async function reporting(json: boolean, context: "restore" | "import", fn: () => Promise<void>): Promise<void> {
   try {
     await fn();
   } catch (caught) {
@@ -102,7 +103,7 @@ interface ConnectionFlags {
 }
 
 /** Runs fn with the catalog the flags name: a server over HTTP, or this machine's database. */
-async function withRestorePort<T>(flags: ConnectionFlags, fn: (port: RestorePort) => Promise<T>): Promise<T> {
+export async function withRestorePort<T>(flags: ConnectionFlags, fn: (port: RestorePort) => Promise<T>): Promise<T> {
   const { localAgent, serverTarget } = await connection();
   const server = serverTarget(flags.server);
   if (server) {

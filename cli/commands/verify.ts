@@ -4,11 +4,9 @@
 // checkout is only read.
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { isStrataError, type StrataError } from "../../server/domain/errors.ts";
 import { describeDrift, type WorktreeVerification } from "../../server/worktrees/worktree-verification.ts";
-import { withCatalog } from "../catalog.ts";
 import { EXIT, emit } from "../output.ts";
-import { exitCodeFor } from "./restore.ts";
+import { reporting, withRestorePort } from "./restore.ts";
 
 /**
  * Exit codes of `strata verify`: 0 when the checkout matches; a failure to verify uses the
@@ -46,19 +44,9 @@ function describeVerification(v: WorktreeVerification): string {
 }
 
 async function verify(dir: string, flags: VerifyFlags): Promise<WorktreeVerification> {
-  const [{ checkSnapshotWorktree }, { localAgent, serverTarget }] = await Promise.all([
-    import("../../server/worktrees/verify-worktree.ts"),
-    import("../connection.ts"),
-  ]);
-  const opts = { snapshotId: flags.snapshot, dir: resolve(dir) };
-  const server = serverTarget(flags.server);
-  if (server) {
-    const { remoteRestorePort } = await import("../restore-client.ts");
-    return checkSnapshotWorktree(remoteRestorePort(server), opts);
-  }
-  const { localRestorePort } = await import("../../server/restore/restore-snapshot.ts");
-  return withCatalog(async (db) =>
-    checkSnapshotWorktree(localRestorePort(db, await localAgent(db, flags.agent)), opts),
+  const { checkSnapshotWorktree } = await import("../../server/worktrees/verify-worktree.ts");
+  return withRestorePort(flags, (port) =>
+    checkSnapshotWorktree(port, { snapshotId: flags.snapshot, dir: resolve(dir) }),
   );
 }
 
@@ -73,20 +61,10 @@ export function registerVerify(program: Command): void {
     .option("--json", "print the result as JSON")
     .action(async (dir: string, flags: VerifyFlags) => {
       const json = Boolean(flags.json);
-      try {
+      await reporting(json, "restore", async () => {
         const verification = await verify(dir, flags);
         emit(json, verification, describeVerification(verification));
         process.exitCode = verification.matches ? EXIT.OK : VERIFY_EXIT.DRIFT;
-      } catch (caught) {
-        if (!isStrataError(caught)) throw caught;
-        reportFailure(json, caught);
-      }
+      });
     });
-}
-
-/** A typed failure: JSON on stdout with --json, a line on stderr otherwise; the restore exit codes. */
-function reportFailure(json: boolean, error: StrataError): void {
-  if (json) emit(true, { error: error.toJSON() }, "");
-  else process.stderr.write(`strata: ${error.message} [${error.code}]\n${error.hint ? `  hint: ${error.hint}\n` : ""}`);
-  process.exitCode = exitCodeFor(error);
 }
