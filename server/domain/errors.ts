@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   TREE_MISMATCH: { status: "UNPROCESSABLE_CONTENT", retryable: false },
   // Verify: a checkout on this host is not what its snapshot recorded (data: what drifted).
   WORKSPACE_DRIFT: { status: "PRECONDITION_FAILED", retryable: false },
+  // The pool: a task no longer holds its pooled worktree (another task took it); record nothing.
+  POOLED_WORKTREE_LOST: { status: "CONFLICT", retryable: false },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,0 +1,91 @@
+// Which process holds a lease or a lock, told well enough that another process can judge whether
+// it still runs. On Linux a pid is paired with its start time (/proc/<pid>/stat, field 22) and
+// the boot it belongs to, so a later process that got the same pid (after a reboot, a container
+// restart, or simply wrap-around) is never taken for the holder. Where that cannot be read the
+// pid alone is all there is, and lease.ts caps how long it may keep anything.
+import { readFile, readlink } from "node:fs/promises";
+import { hostname } from "node:os";
+import { z } from "zod";
+
+export const processIdentitySchema = z.strictObject({
+  /** The host name the process ran on (STRATA_HOST, else the machine's name). */
+  host: z.string().min(1).max(300),
+  /** Linux's boot id: a pid means nothing across a reboot. */
+  bootId: z.string().max(100).nullable(),
+  /** The pid namespace: containers on one machine share the boot id but not their pids. */
+  pidNamespace: z.string().max(100).nullable(),
+  pid: z.number().int().positive(),
+  /** Clock ticks after boot at which the process started (Linux); null where it cannot be read. */
+  startTime: z.string().max(40).nullable(),
+});
+export type ProcessIdentity = z.infer<typeof processIdentitySchema>;
+
+async function readTrimmed(file: string): Promise<string | null> {
+  try {
+    return (await readFile(file, "utf8")).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Field 22 of /proc/<pid>/stat (starttime), or null where there is no such file. */
+async function processStartTime(pid: number): Promise<string | null> {
+  const stat = await readTrimmed(`/proc/${pid}/stat`);
+  if (stat === null) return null;
+  // The command name (field 2) is parenthesized and may hold spaces and parentheses itself.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return fields[19] ?? null;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** The machine's name as config.ts makes it a host name (callers pass STRATA_HOST when set). */
+function defaultHost(): string {
+  const name = hostname()
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .replace(/^[^A-Za-z0-9]+/, "")
+    .slice(0, 100);
+  return name || "localhost";
+}
+
+/** This process, as a lease or lock names its holder. */
+export async function currentProcess(host: string = defaultHost()): Promise<ProcessIdentity> {
+  const [bootId, pidNamespace, startTime] = await Promise.all([
+    readTrimmed("/proc/sys/kernel/random/boot_id"),
+    readlink("/proc/self/ns/pid").catch(() => null),
+    processStartTime(process.pid),
+  ]);
+  return { host, bootId, pidNamespace, pid: process.pid, startTime };
+}
+
+/** Whether `me` can see `other`'s process table: the same host, boot and pid namespace. */
+function sameMachine(other: ProcessIdentity, me: ProcessIdentity): boolean {
+  return other.host === me.host && other.bootId === me.bootId && other.pidNamespace === me.pidNamespace;
+}
+
+/**
+ * Whether the process `holder` names still runs, as far as `me` can tell:
+ * - `running`: the same pid with the same start time (Linux);
+ * - `running-unverified`: a live process with that pid, whose start time cannot be compared;
+ * - `gone`: no such process, or another one with that pid;
+ * - `elsewhere`: it ran on another machine (or boot, or pid namespace), nothing can be seen.
+ */
+export async function holderRuns(
+  holder: ProcessIdentity,
+  me: ProcessIdentity,
+): Promise<"running" | "running-unverified" | "gone" | "elsewhere"> {
+  if (!sameMachine(holder, me)) return "elsewhere";
+  if (!processAlive(holder.pid)) return "gone";
+  if (holder.startTime === null) return "running-unverified";
+  const now = await processStartTime(holder.pid);
+  if (now === null) return "running-unverified";
+  return now === holder.startTime ? "running" : "gone";
+}
