@@ -19,6 +19,7 @@ const MODULES = {
   worker: async () => (await import("./worker.ts")).registerWorker,
   restore: async () => (await import("./restore.ts")).registerRestore,
   verify: async () => (await import("./verify.ts")).registerVerify,
+  pool: async () => (await import("./pool.ts")).registerPool,
 } satisfies Record<string, () => Promise<Register>>;
 
 type ModuleName = keyof typeof MODULES;
@@ -93,6 +94,11 @@ export const COMMANDS: Readonly<Record<string, TopCommand>> = {
     module: "verify",
     term: "verify [options] <dir>",
     description: "check that a checkout is exactly what a snapshot recorded: its HEAD and every file of its tree",
+  },
+  pool: {
+    module: "pool",
+    term: "pool",
+    description: "this host's pool of restored worktrees: list them, prune free clean ones",
   },
 };
 
