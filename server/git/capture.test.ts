@@ -354,6 +354,45 @@ describe("history that has not been pushed", () => {
     expect(next.manifest.bundle?.commits).toEqual([local]);
   });
 
+  it("bundles unpushed commits under id_* directories (parser fixtures) and keeps SSH key files out", async () => {
+    const fixtures = "packages/parser/test/fixtures/placeholders";
+    const root = initRepository({
+      [`${fixtures}/expression/id_expression/input.js`]: "%%x%%;\n",
+      [`${fixtures}/statement/id_statement/input.js`]: "%%x%%\n",
+    });
+    addOrigin(root);
+    write(root, `${fixtures}/declaration/id_declaration/input.js`, "function %%x%%() {}\n");
+    const local = commitAll(root, "an unpushed fixture under id_declaration/");
+    write(root, `${fixtures}/expression/id_expression/input.js`, "%%y%%;\n");
+    write(root, `${fixtures}/statement/id_statement/output.json`, "{}\n");
+    for (const key of [".ssh/id_ed25519", ".ssh/id_deploy", `${fixtures}/id_statement/id_rsa`]) {
+      write(root, key, `${SECRET} in ${key}\n`);
+    }
+
+    const { manifest, artifacts } = await capture(root);
+    expect(manifest.bundle?.commits).toEqual([local]);
+    expect(omittedAs(manifest, "unpushed-denied")).toEqual([]);
+    expect(omittedAs(manifest, "denied").sort()).toEqual(
+      [".ssh/id_deploy", ".ssh/id_ed25519", `${fixtures}/id_statement/id_rsa`].sort(),
+    );
+    expect(git(root, ["cat-file", "-p", `${manifest.tree}:${fixtures}/expression/id_expression/input.js`])).toBe(
+      "%%y%%;\n",
+    );
+    expect(treeEntry(root, manifest.tree, `${fixtures}/statement/id_statement/output.json`)).not.toBe("");
+    expect(allBytes(artifacts).includes(SECRET)).toBe(false);
+
+    // A key file committed under such a directory still keeps the whole history out.
+    git(root, ["add", `${fixtures}/id_statement/id_rsa`]);
+    git(root, ["commit", "--quiet", "-m", "a key, unpushed"]);
+    const leak = git(root, ["rev-parse", "HEAD"]).trim();
+    const next = await capture(root, { previous: manifest });
+    expect(next.manifest.bundle).toBeNull();
+    expect(next.manifest.omitted.find((o) => o.reason === "unpushed-denied")).toMatchObject({
+      path: `${fixtures}/id_statement/id_rsa`,
+      commits: [leak],
+    });
+  });
+
   it("records a detached HEAD in a repository without remotes, bundling all of its history", async () => {
     const root = initRepository({ "a.txt": "a\n" });
     write(root, "a.txt", "a2\n");

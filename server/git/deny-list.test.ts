@@ -67,4 +67,29 @@ describe("the secret deny-list", () => {
     expect(deniedPathRule("src/id_utils.ts")).toBeNull();
     expect(deniedPathRule("docs/env/setup.md")).toBeNull();
   });
+
+  it("judges SSH key rules on the file's own name, never on a directory", () => {
+    // Tracked test fixtures of a parser (babel has thousands): directories, not keys.
+    for (const path of [
+      "packages/babel-parser/test/fixtures/placeholders/expression/id_expression/input.js",
+      "fixtures/id_statement/output.json",
+      "fixtures/id_declaration/options.json",
+      "fixtures/id_rsa/README.md",
+      "fixtures/id_expression/",
+      "id_deploy/",
+    ]) {
+      expect(deniedPathRule(path), path).toBeNull();
+    }
+    // Real key files stay denied wherever they are, .ssh/ included.
+    expect(deniedPathRule(".ssh/id_rsa")).toBe("id_rsa*");
+    expect(deniedPathRule("home/.ssh/id_ed25519")).toBe("id_ed25519*");
+    expect(deniedPathRule(".ssh/id_deploy")).toBe("id_* without an extension");
+    expect(deniedPathRule("deploy/keys/id_ecdsa_sk.old")).toBe("id_ecdsa*");
+    expect(deniedPathRule("fixtures/id_expression/id_rsa")).toBe("id_rsa*");
+    expect(deniedPathRule(".ssh/id_ed25519.pub")).toBeNull();
+    // The other rules still take a directory's contents.
+    expect(deniedPathRule("id_expression/.env/token")).toBe(".env*");
+    expect(deniedPathRule("secrets.pem/readme.txt")).toBe("*.pem");
+    expect(deniedPathRule("aws/credentials/config")).toBe("credentials");
+  });
 });

@@ -2,8 +2,9 @@
 // directory, captures it, and returns the manifest with every blob the capture produced, so a
 // restore test can rebuild it on a "second machine" (another directory, another object store).
 // The kinds follow the capture tests: a working copy with everything in it, a patch chain,
-// unpushed commits, a secret in unpushed history (pushed later), a detached HEAD without
-// remotes, credentials in remote URLs, a submodule, size limits, and an unborn branch.
+// unpushed commits, a secret in unpushed history (pushed later), files under id_* directories
+// (babel's parser fixtures), a detached HEAD without remotes, credentials in remote URLs, a
+// submodule, size limits, and an unborn branch.
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -135,6 +136,25 @@ async function secretPushedLater(): Promise<CapturedCheckout> {
   return captured;
 }
 
+/**
+ * Babel's shape: parser fixtures in directories named id_* (a changed file, a new one, and an
+ * unpushed commit touching one), next to an SSH key file that stays out.
+ */
+async function idDirectories(): Promise<CapturedCheckout> {
+  const fixtures = "test/fixtures/placeholders";
+  const root = fresh({
+    [`${fixtures}/expression/id_expression/input.js`]: "%%x%%;\n",
+    [`${fixtures}/statement/id_statement/input.js`]: "%%x%%\n",
+  });
+  addOrigin(root);
+  write(root, `${fixtures}/declaration/id_declaration/input.js`, "function %%x%%() {}\n");
+  commitAll(root, "an unpushed fixture under id_declaration/");
+  write(root, `${fixtures}/expression/id_expression/input.js`, "%%y%%;\n");
+  write(root, `${fixtures}/statement/id_statement/output.json`, "{}\n");
+  write(root, ".ssh/id_ed25519", `${FAKE_SECRET}\n`);
+  return once(root);
+}
+
 async function detachedWithoutRemotes(): Promise<CapturedCheckout> {
   const root = fresh({ "a.txt": "a\n" });
   write(root, "a.txt", "a2\n");
@@ -188,6 +208,7 @@ export const CHECKOUT_FIXTURES: ReadonlyArray<{ name: string; make: () => Promis
   { name: "a patch chain (full + incremental links)", make: patchChain },
   { name: "unpushed commits (a bundle) with dirty files on top", make: unpushedCommits },
   { name: "a secret in unpushed history, pushed after the capture", make: secretPushedLater },
+  { name: "parser fixtures under id_* directories, one in an unpushed commit", make: idDirectories },
   { name: "a detached HEAD without remotes (all history bundled)", make: detachedWithoutRemotes },
   { name: "remotes recorded without their credentials", make: credentialRemotes },
   { name: "a submodule with changes inside", make: submodule },
