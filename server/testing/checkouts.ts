@@ -208,10 +208,10 @@ export const CHECKOUT_FIXTURES: ReadonlyArray<{ name: string; make: () => Promis
   { name: "a patch chain (full + incremental links)", make: patchChain },
   { name: "unpushed commits (a bundle) with dirty files on top", make: unpushedCommits },
   { name: "a secret in unpushed history, pushed after the capture", make: secretPushedLater },
-  { name: "parser fixtures under id_* directories, one in an unpushed commit", make: idDirectories },
   { name: "a detached HEAD without remotes (all history bundled)", make: detachedWithoutRemotes },
   { name: "remotes recorded without their credentials", make: credentialRemotes },
   { name: "a submodule with changes inside", make: submodule },
   { name: "size limits", make: limits },
   { name: "an unborn branch", make: unbornBranch },
+  { name: "parser fixtures under id_* directories, one in an unpushed commit", make: idDirectories },
 ];
