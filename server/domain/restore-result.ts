@@ -107,7 +107,10 @@ export const restoreResultSchema = z.strictObject({
   }),
   /** What the worktree lacks; empty lists and null cause when restored exactly. */
   missing: z.strictObject({
-    /** Recorded commits (HEAD, unpushed ones) that the restored history does not hold. */
+    /**
+     * Recorded commits (HEAD, unpushed ones) that the restored history does not hold; when the
+     * bundle holds them and only the pushed commits it builds on could not be fetched, those.
+     */
     commits: z.array(objectIdSchema),
     changeSets: z.array(missingChangeSetSchema),
     /** Files that do not have their recorded content (as far as could be read). */
@@ -151,6 +154,11 @@ export function nextStepFor(
     paths: readonly string[];
     /** The blob that failed is the bundle of unpushed commits. */
     bundleLost?: boolean;
+    /**
+     * The pushed commits the bundle builds on, when they are what could not be had (the bundle
+     * itself holds the unpushed commits).
+     */
+    missingBase?: readonly string[];
   },
 ): string {
   const orPush =
@@ -169,6 +177,16 @@ export function nextStepFor(
         `good copy, then restore again.${orPush}`
       );
     case "COMMITS_UNAVAILABLE": {
+      const base = facts.missingBase ?? [];
+      if (base.length > 0) {
+        const named = base.map(short).join(", ");
+        return (
+          `The snapshot's bundle holds its unpushed commits, but they build on the pushed commit ${named}, which ` +
+          `this host could not fetch from the recorded remotes. Make a recorded remote that has ${named} reachable ` +
+          `from this host (run git ls-remote once to accept its host key), or restore with an object store that ` +
+          `holds it, then restore again.`
+        );
+      }
       const commits = facts.commits.length > 0 ? facts.commits : facts.head ? [facts.head] : [];
       return (
         `Push commit ${commits.map(short).join(", ") || "HEAD"} (with its history) to a recorded remote from the ` +

@@ -103,6 +103,11 @@ export class RestoreHistory {
   readonly fetched = new Set<string>();
   /** The last fetch failure, for the message of COMMITS_UNAVAILABLE. */
   lastFetchFailure: StrataError | null = null;
+  /**
+   * The bundle's prerequisites (the pushed commits it builds on) that could not be fetched,
+   * once it was tried: then the bundle holds the unpushed commits and only these are missing.
+   */
+  readonly missingBase: string[] = [];
   shallow = false;
 
   constructor(
@@ -237,14 +242,15 @@ export class RestoreHistory {
     const header = await this.readBundle();
     if (!header) return false;
     for (const prerequisite of header.prerequisites) {
-      if (!(await this.fetchCommit(prerequisite))) {
-        this.bundleFailure = new StrataError(
-          "COMMITS_UNAVAILABLE",
-          `The pushed commit ${prerequisite} the unpushed commits were built on cannot be fetched.`,
-          { data: { commit: prerequisite, reason: "not-fetched" }, cause: this.lastFetchFailure },
-        );
-        return false;
-      }
+      if (!(await this.fetchCommit(prerequisite))) this.missingBase.push(prerequisite);
+    }
+    if (this.missingBase.length > 0) {
+      this.bundleFailure = new StrataError(
+        "COMMITS_UNAVAILABLE",
+        `The pushed commit ${this.missingBase.join(", ")} the unpushed commits were built on cannot be fetched.`,
+        { data: { commits: this.missingBase, reason: "base-unavailable" }, cause: this.lastFetchFailure },
+      );
+      return false;
     }
     try {
       await this.git.run(unbundle(this.bundleFile()));
@@ -273,6 +279,21 @@ export class RestoreHistory {
       (this.bundleFailure.code === "BLOB_MISSING" || this.bundleFailure.code === "BLOB_CORRUPT")
     ) {
       return this.bundleFailure;
+    }
+    if (this.missingBase.length > 0) {
+      // The bundle holds HEAD and every unpushed commit: what is missing is what it builds on.
+      const unpushed = this.manifest.bundle?.commits.length ?? 1;
+      const base = this.missingBase.join(", ");
+      return new StrataError(
+        "COMMITS_UNAVAILABLE",
+        `Commit ${head} cannot be had on this host: the snapshot's bundle holds its ${unpushed} unpushed ` +
+          `commit(s), HEAD included, but they build on the pushed commit ${base}, which no recorded remote could provide.`,
+        {
+          hint: `Make a recorded remote that has commit ${base} reachable from this host, then restore again.`,
+          data: { commit: head, base: this.missingBase, reason: "base-unavailable" },
+          cause: this.bundleFailure ?? this.lastFetchFailure ?? undefined,
+        },
+      );
     }
     const omitted = this.manifest.omitted.filter(
       (o) => o.reason === "unpushed-denied" || o.reason === "bundle-too-large",

@@ -21,7 +21,7 @@ import { memoryBlobSource } from "./restore-blobs.ts";
 import { filesDifferingFromIndex } from "./restore-commands.ts";
 import { filesDifferingFromBlobs, restoreWorktree, type RestoreOptions } from "./restore.ts";
 import { createGitRunner } from "./runner.ts";
-import { captureInto, CHECKOUT_FIXTURES, FAKE_SECRET } from "../testing/checkouts.ts";
+import { captureInto, CHECKOUT_FIXTURES, FAKE_SECRET, unpushedOnMovedRemote } from "../testing/checkouts.ts";
 import {
   addOrigin,
   commitAll,
@@ -452,6 +452,38 @@ describe("the closest commit and nothing", () => {
     expect(report.result.missing.cause).toBe("BLOB_MISSING");
     expect(report.result.missing.commits).toEqual([manifest.head]);
     expect(report.result.missing.nextStep).toMatch(/Or push commit/);
+  });
+
+  it("names the pushed base the bundle builds on when the remote moved away, not the unpushed commits", async () => {
+    const captured = await unpushedOnMovedRemote();
+    const bundled = captured.manifest.bundle!.commits;
+    expect(bundled).toHaveLength(3);
+    const machine = secondMachine();
+    const report = await restoreWorktree(
+      { snapshotId: SNAPSHOT_ID, manifest: captured.manifest },
+      machine.into,
+      options(captured.blobs, machine.stateDir),
+    );
+    expect(report.path).toBeNull();
+    expect(report.result).toMatchObject({
+      status: "unrestored",
+      missing: { commits: [captured.base], cause: "COMMITS_UNAVAILABLE" },
+    });
+    const { causeMessage, nextStep } = report.result.missing;
+    expect(causeMessage).toContain(`pushed commit ${captured.base}`);
+    expect(nextStep).toContain(captured.base.slice(0, 12));
+    expect(nextStep).not.toMatch(/Push commit/);
+    for (const commit of bundled) expect(nextStep).not.toContain(commit.slice(0, 12));
+
+    // The base is all that was missing: a host that has it restores everything from the bundle.
+    const again = secondMachine();
+    const restored = await restoreWorktree(
+      { snapshotId: SNAPSHOT_ID, manifest: captured.manifest },
+      again.into,
+      options(captured.blobs, again.stateDir, { objectStore: captured.root }),
+    );
+    expect(restored.result.status).toBe("restored");
+    expect(inspect(again.into)).toMatchObject({ tree: captured.manifest.tree, head: captured.manifest.head });
   });
 
   it("writes nothing when no commit can be had, and exactOnly throws the cause", async () => {

@@ -173,6 +173,9 @@ export async function restoreWorktree(
     });
     const context: BuildContext = { git, manifest, opts, clock, history, indexFile: join(gitDir, "index"), scratch };
     const { held, commitsFrom, headFailure } = await build(context);
+    // When HEAD could not be had only because the bundle's pushed base could not be fetched,
+    // that base is what is missing, not the commits the bundle holds.
+    const missingBase = headFailure ? history.missingBase : [];
     const timings = (source: CommitSource | "none"): RestoreTimings => ({
       fetch: round(clock.ms.fetch),
       reconstruct: round(clock.ms.reconstruct),
@@ -183,12 +186,12 @@ export async function restoreWorktree(
     });
 
     if (!held) {
-      const result = nothingRestored(record.snapshotId, manifest, headFailure, warnings);
+      const result = nothingRestored(record.snapshotId, manifest, headFailure, missingBase, warnings);
       await staging.discard();
       return { path: null, result: { ...result, timings: timings(commitsFrom) } };
     }
     await finalizeRepository(git, record.snapshotId, manifest, held, history);
-    const missingCommits = await commitsNotHeld(git, manifest);
+    const missingCommits = missingBase.length > 0 ? missingBase : await commitsNotHeld(git, manifest);
     if (history.shallow) {
       warnings.push({
         kind: "shallow-history",
@@ -199,7 +202,7 @@ export async function restoreWorktree(
     await rm(scratch, { recursive: true, force: true });
     opts.onProgress?.({ phase: "publish", message: `moving the worktree into ${target}` });
     await clock.time("publish", () => staging.publish());
-    const result = resultOf(record.snapshotId, manifest, held, missingCommits, warnings);
+    const result = resultOf(record.snapshotId, manifest, held, missingCommits, missingBase, warnings);
     return { path: target, result: { ...result, timings: timings(commitsFrom) } };
   } catch (error) {
     await staging.discard();
@@ -496,6 +499,7 @@ function resultOf(
   manifest: CaptureManifest,
   held: Held,
   missingCommits: string[],
+  missingBase: readonly string[],
   warnings: RestoreWarning[],
 ): RestoreResult {
   const exact = held.stage === "exact" && held.cause === null;
@@ -527,6 +531,7 @@ function resultOf(
             digests: digestsOf(held.cause),
             paths: held.paths,
             bundleLost: isBundleFailure(manifest, held.cause),
+            missingBase,
           })
         : null,
     },
@@ -542,6 +547,7 @@ function nothingRestored(
   snapshotId: string,
   manifest: CaptureManifest,
   headFailure: StrataError | null,
+  missingBase: readonly string[],
   warnings: RestoreWarning[],
 ): RestoreResult {
   const failure =
@@ -550,7 +556,7 @@ function nothingRestored(
       data: { reason: "not-fetched" },
     });
   const cause = isDegradableCause(failure.code) ? failure.code : "COMMITS_UNAVAILABLE";
-  const commits = recordedCommits(manifest);
+  const commits = missingBase.length > 0 ? [...missingBase] : recordedCommits(manifest);
   return {
     version: 1,
     status: "unrestored",
@@ -570,6 +576,7 @@ function nothingRestored(
         digests: digestsOf(failure),
         paths: [],
         bundleLost: isBundleFailure(manifest, failure),
+        missingBase,
       }),
     },
     warnings,

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
 import { StrataError } from "../domain/errors.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
-import { captureInto, CHECKOUT_FIXTURES, type CapturedCheckout } from "../testing/checkouts.ts";
+import { captureInto, CHECKOUT_FIXTURES, unpushedOnMovedRemote, type CapturedCheckout } from "../testing/checkouts.ts";
 import {
   addOrigin,
   commitAll,
@@ -296,6 +296,21 @@ describeEachDatabase("restore from the catalog", (catalog) => {
     });
     expect(headOf(into)).toBe(pushed);
     expect(tip).not.toBe(pushed);
+  });
+
+  it("unpushed commits whose remote moved away: nothing restored, the pushed base named as missing", async () => {
+    const captured = await unpushedOnMovedRemote();
+    const snapshotId = await publish(captured);
+    const { report, result } = await restoreDegraded(snapshotId);
+    expect(report.path).toBeNull();
+    expect(result).toMatchObject({
+      status: "unrestored",
+      missing: { commits: [captured.base], cause: "COMMITS_UNAVAILABLE" },
+    });
+    expect(result.missing.nextStep).toContain(`pushed commit ${captured.base.slice(0, 12)}`);
+    for (const commit of captured.manifest.bundle!.commits) {
+      expect(result.missing.nextStep).not.toContain(commit.slice(0, 12));
+    }
   });
 
   it("a change set that no longer applies: the links before it, DELTA_FAILED", async () => {

@@ -4,7 +4,8 @@
 // The kinds follow the capture tests: a working copy with everything in it, a patch chain,
 // unpushed commits, a secret in unpushed history (pushed later), files under id_* directories
 // (babel's parser fixtures), a detached HEAD without remotes, credentials in remote URLs, a
-// submodule, size limits, and an unborn branch.
+// submodule, size limits, and an unborn branch; and, apart, unpushed commits whose remote moved
+// away (their pushed base cannot be fetched).
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -201,6 +202,25 @@ async function unbornBranch(): Promise<CapturedCheckout> {
   write(root, "sub/second.txt", "also\n");
   git(root, ["add", "first.txt"]);
   return once(root);
+}
+
+/**
+ * Unpushed commits (a bundle) whose remote then moved away, as on a host whose `origin` was
+ * renamed: the bundle holds every unpushed commit, but the pushed commit it builds on (`base`)
+ * can no longer be fetched. Not among CHECKOUT_FIXTURES: it cannot be restored exactly.
+ */
+export async function unpushedOnMovedRemote(): Promise<CapturedCheckout & { base: string }> {
+  const root = fresh({ "a.txt": "a\n" });
+  const remote = addOrigin(root);
+  const base = git(root, ["rev-parse", "HEAD"]).trim();
+  for (const n of [1, 2, 3]) {
+    write(root, "a.txt", `a, local commit ${n}\n`);
+    commitAll(root, `local ${n}`);
+  }
+  write(root, "b.txt", "dirty on top\n");
+  const captured = await once(root);
+  remove(remote, "");
+  return { ...captured, base };
 }
 
 export const CHECKOUT_FIXTURES: ReadonlyArray<{ name: string; make: () => Promise<CapturedCheckout> }> = [
