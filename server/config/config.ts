@@ -3,6 +3,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { hostNameOfMachine } from "../domain/text.ts";
 
 const databaseUrl = z
   .string()
@@ -138,12 +139,7 @@ export function loadClientConfig(env: Environment = process.env): ClientConfig {
 
 /** The machine's name as a worker host name (characters a host name may not use become '-'). */
 function defaultHost(): string {
-  const name = os
-    .hostname()
-    .replace(/[^A-Za-z0-9._-]/g, "-")
-    .replace(/^[^A-Za-z0-9]+/, "")
-    .slice(0, 100);
-  return name || "localhost";
+  return hostNameOfMachine(os.hostname());
 }
 
 /** Names a database for people and logs, without credentials. */

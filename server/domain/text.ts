@@ -33,3 +33,15 @@ export function identifierText(opts: { max: number; min?: number }) {
 export function hasControlCharacter(text: string): boolean {
   return CONTROL.test(text);
 }
+
+/**
+ * A machine's name made a worker host name (letters, digits, '.', '_' and '-', starting with a
+ * letter or digit, at most 100 characters): the default of STRATA_HOST.
+ */
+export function hostNameOfMachine(machineName: string): string {
+  const name = machineName
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .replace(/^[^A-Za-z0-9]+/, "")
+    .slice(0, 100);
+  return name || "localhost";
+}

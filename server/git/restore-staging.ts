@@ -8,6 +8,7 @@ import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { StrataError } from "../domain/errors.ts";
 import type { RestoreWarning } from "../domain/restore-result.ts";
+import { processAlive, processStartTime } from "./process-start.ts";
 
 const STAGING_PREFIX = ".strata-staging-";
 const RECORDS = "restores";
@@ -52,30 +53,10 @@ interface CrashRecord {
   startedAt: string;
 }
 
-async function processStart(pid: number): Promise<string | null> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    // Field 22 (starttime), counted after the parenthesized command name, which may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 async function writerGone(record: CrashRecord): Promise<boolean> {
   if (!processAlive(record.pid)) return true;
   if (record.pidStart === null) return false;
-  const start = await processStart(record.pid);
+  const start = await processStartTime(record.pid);
   return start !== null && start !== record.pidStart;
 }
 
@@ -158,7 +139,7 @@ export async function createStaging(target: string, stateDir: string): Promise<S
     version: 1,
     host: hostname(),
     pid: process.pid,
-    pidStart: await processStart(process.pid),
+    pidStart: await processStartTime(process.pid),
     staging: dir,
     target,
     startedAt: new Date().toISOString(),

@@ -6,6 +6,8 @@
 import { readFile, readlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { z } from "zod";
+import { hostNameOfMachine } from "../domain/text.ts";
+import { processAlive, processStartTime } from "../git/process-start.ts";
 
 export const processIdentitySchema = z.strictObject({
   /** The host name the process ran on (STRATA_HOST, else the machine's name). */
@@ -28,36 +30,8 @@ async function readTrimmed(file: string): Promise<string | null> {
   }
 }
 
-/** Field 22 of /proc/<pid>/stat (starttime), or null where there is no such file. */
-async function processStartTime(pid: number): Promise<string | null> {
-  const stat = await readTrimmed(`/proc/${pid}/stat`);
-  if (stat === null) return null;
-  // The command name (field 2) is parenthesized and may hold spaces and parentheses itself.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return fields[19] ?? null;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it runs, as another user.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** The machine's name as config.ts makes it a host name (callers pass STRATA_HOST when set). */
-function defaultHost(): string {
-  const name = hostname()
-    .replace(/[^A-Za-z0-9._-]/g, "-")
-    .replace(/^[^A-Za-z0-9]+/, "")
-    .slice(0, 100);
-  return name || "localhost";
-}
-
-/** This process, as a lease or lock names its holder. */
-export async function currentProcess(host: string = defaultHost()): Promise<ProcessIdentity> {
+/** This process, as a lease or lock names its holder (callers pass STRATA_HOST when set). */
+export async function currentProcess(host: string = hostNameOfMachine(hostname())): Promise<ProcessIdentity> {
   const [bootId, pidNamespace, startTime] = await Promise.all([
     readTrimmed("/proc/sys/kernel/random/boot_id"),
     readlink("/proc/self/ns/pid").catch(() => null),
