@@ -9,10 +9,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { OmittedEntry } from "../domain/capture-manifest.ts";
-import { configMatching, existingObjects, oidArg, readTreeInto, repositoryLayout } from "./commands.ts";
+import { configMatching, existingObjects, oidArg, repositoryLayout } from "./commands.ts";
 import { discoverRepository, resolveCheckoutDirectory } from "./discover.ts";
 import { OMISSION_DEFAULTS, planIndexChanges } from "./omitted.ts";
 import { createGitRunner, unreadablePath, type GitCommand, type GitRunner } from "./runner.ts";
+import { seedIndexWithTree } from "./seeded-index.ts";
 import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
 import { statusCommand, type StatusEntry } from "./status.ts";
 
@@ -101,8 +102,16 @@ export async function compareWorktree(
   try {
     const indexFile = join(scratch, "index");
     const treeAvailable = present.has(recorded.tree);
-    // Without the tree nothing can be compared: HEAD and the branch are still told.
-    if (treeAvailable) await git.run(readTreeInto(indexFile, recorded.tree));
+    // Without the tree nothing can be compared: HEAD and the branch are still told. The index
+    // keeps the checkout's stat data, so only files whose stat data changed are read.
+    if (treeAvailable) {
+      await seedIndexWithTree(git, {
+        gitDir: layout.gitDir,
+        indexFile,
+        tree: recorded.tree,
+        objectFormat: layout.objectFormat,
+      });
+    }
     const status = await git.run(
       withoutFsmonitor(
         statusCommand({

@@ -1,0 +1,89 @@
+// The seeded private index a verify compares through: it must never hide a change the plain
+// index of the recorded tree would show (assume-unchanged and skip-worktree entries, files
+// changed in the second their index was written, every index version), and it never writes the
+// checkout's own index.
+import { readFileSync, statSync, utimesSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { commitAll, git, initRepository, removeTemporaryDirectories, write } from "../testing/repos.ts";
+import { compareWorktree } from "./worktree-drift.ts";
+import { hasUncheckedEntries } from "./seeded-index.ts";
+
+afterAll(removeTemporaryDirectories);
+
+function committed() {
+  const root = initRepository({ "a.txt": "a\n", "dir/b.txt": "b\n", "c.txt": "c\n" });
+  write(root, "a.txt", "a, second\n");
+  commitAll(root, "second");
+  const head = git(root, ["rev-parse", "HEAD"]).trim();
+  const tree = git(root, ["rev-parse", "HEAD^{tree}"]).trim();
+  return { root, recorded: { head, tree } };
+}
+
+const indexOf = (root: string) => readFileSync(join(root, ".git", "index"));
+
+describe("hasUncheckedEntries", () => {
+  it.each([2, 3, 4])("reads index version %i", (version) => {
+    const { root } = committed();
+    git(root, ["update-index", `--index-version=${version}`]);
+    expect(hasUncheckedEntries(indexOf(root), 20)).toBe(false);
+    git(root, ["update-index", "--assume-unchanged", "dir/b.txt"]);
+    expect(hasUncheckedEntries(indexOf(root), 20)).toBe(true);
+    git(root, ["update-index", "--no-assume-unchanged", "dir/b.txt"]);
+    git(root, ["update-index", "--skip-worktree", "c.txt"]);
+    expect(hasUncheckedEntries(indexOf(root), 20)).toBe(true);
+  });
+
+  it("refuses what is not an index", () => {
+    expect(hasUncheckedEntries(Buffer.from("not an index at all"), 20)).toBeNull();
+    const { root } = committed();
+    expect(hasUncheckedEntries(indexOf(root).subarray(0, 60), 20)).toBeNull();
+  });
+});
+
+describe("compareWorktree through the seeded index", () => {
+  it("sees a change to an assume-unchanged or skip-worktree file", async () => {
+    const { root, recorded } = committed();
+    git(root, ["update-index", "--assume-unchanged", "dir/b.txt"]);
+    write(root, "dir/b.txt", "b, hidden from git status\n");
+    expect(git(root, ["status", "--porcelain"])).toBe("");
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([{ path: "dir/b.txt", change: "modified" }]);
+
+    git(root, ["update-index", "--no-assume-unchanged", "dir/b.txt"]);
+    git(root, ["checkout", "--", "dir/b.txt"]);
+    git(root, ["update-index", "--skip-worktree", "c.txt"]);
+    write(root, "c.txt", "c, also hidden\n");
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([{ path: "c.txt", change: "modified" }]);
+  });
+
+  it("sees a same-size change made in the second the index was written, and leaves the index as it was", async () => {
+    const { root, recorded } = committed();
+    const index = join(root, ".git", "index");
+    const when = statSync(index).mtime;
+    write(root, "c.txt", "C\n");
+    utimesSync(join(root, "c.txt"), when, when);
+    const before = indexOf(root);
+    const comparison = await compareWorktree(root, recorded);
+    expect(comparison.drifted).toEqual([{ path: "c.txt", change: "modified" }]);
+    expect(indexOf(root).equals(before)).toBe(true);
+  });
+
+  it("compares a checkout whose index holds another tree, or has unresolved conflicts", async () => {
+    const { root, recorded } = committed();
+    write(root, "c.txt", "staged only\n");
+    git(root, ["add", "c.txt"]);
+    git(root, ["checkout", "--", "."]);
+    write(root, "c.txt", "c\n");
+    // The index says c.txt is "staged only"; the files are still the recorded tree.
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([]);
+
+    git(root, ["reset", "--quiet", "--hard"]);
+    git(root, ["checkout", "--quiet", "-b", "other", "HEAD~1"]);
+    write(root, "a.txt", "a, other\n");
+    commitAll(root, "other");
+    git(root, ["checkout", "--quiet", "main"]);
+    expect(() => git(root, ["merge", "--quiet", "other"])).toThrow();
+    const conflicted = await compareWorktree(root, recorded);
+    expect(conflicted.drifted).toEqual([{ path: "a.txt", change: "modified" }]);
+  });
+});

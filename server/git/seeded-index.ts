@@ -1,0 +1,93 @@
+// A private index that holds a recorded tree and keeps the checkout's own stat data for every
+// file whose recorded content the checkout's index already has. One `git status` against it then
+// re-reads only the files whose stat data changed, as `git status` does against the checkout's
+// own index, instead of every file of the tree: a verify or a resume in place costs about one
+// `git status`. The checkout's index is only read (copied), never written.
+import { copyFile, readFile, rm, stat, utimes } from "node:fs/promises";
+import { join } from "node:path";
+import { isStrataError } from "../domain/errors.ts";
+import { oidArg, readTreeInto } from "./commands.ts";
+import type { GitCommand, GitRunner } from "./runner.ts";
+
+/**
+ * The index's entries that git trusts without looking at the file: assume-unchanged and
+ * skip-worktree. A copy keeping them would hide a changed file, so such an index is not used.
+ * Null when the file is not an index this reader knows (versions 2 to 4).
+ */
+export function hasUncheckedEntries(index: Buffer, hashBytes: 20 | 32): boolean | null {
+  if (index.length < 12 || index.toString("latin1", 0, 4) !== "DIRC") return null;
+  const version = index.readUInt32BE(4);
+  if (version < 2 || version > 4) return null;
+  const count = index.readUInt32BE(8);
+  let at = 12;
+  for (let i = 0; i < count; i++) {
+    const start = at;
+    at += 40 + hashBytes;
+    if (at + 2 > index.length) return null;
+    const flags = index.readUInt16BE(at);
+    at += 2;
+    if (flags & 0x8000) return true; // assume-valid
+    if (flags & 0x4000) {
+      if (version < 3 || at + 2 > index.length) return null;
+      if (index.readUInt16BE(at) & 0x4000) return true; // skip-worktree
+      at += 2;
+    }
+    if (version === 4) {
+      // A varint (bytes of the previous name to drop), then the rest of the name, NUL-ended.
+      while (at < index.length && (index[at] ?? 0) & 0x80) at++;
+      at++;
+      const end = index.indexOf(0, at);
+      if (end < 0) return null;
+      at = end + 1;
+    } else {
+      const end = index.indexOf(0, at);
+      if (end < 0) return null;
+      // The entry is NUL-padded to a multiple of 8 bytes (at least one NUL).
+      at = start + Math.ceil((end + 1 - start) / 8) * 8;
+    }
+  }
+  return false;
+}
+
+/** A one-tree merge: the index becomes `tree`, keeping the stat data of entries that already hold it. */
+function mergeTreeIntoIndex(indexFile: string, tree: string): GitCommand<void> {
+  return {
+    args: ["-c", "core.splitIndex=false", "read-tree", "-m", oidArg(tree)],
+    env: { GIT_INDEX_FILE: indexFile, GIT_OPTIONAL_LOCKS: "1" },
+    parse: () => undefined,
+  };
+}
+
+async function copyCheckoutIndex(gitDir: string, indexFile: string, hashBytes: 20 | 32): Promise<boolean> {
+  const own = join(gitDir, "index");
+  const [bytes, info] = await Promise.all([readFile(own).catch(() => null), stat(own).catch(() => null)]);
+  if (!bytes || !info || hasUncheckedEntries(bytes, hashBytes) !== false) return false;
+  await copyFile(own, indexFile);
+  // git re-reads entries changed at or after the index file's own mtime ("racily clean"); the
+  // copy is dated no later than the original so that check still fires.
+  const seconds = Math.floor(info.mtimeMs / 1000) - 1;
+  await utimes(indexFile, seconds, seconds);
+  return true;
+}
+
+/**
+ * Fills `indexFile` (a private file) with `tree`, seeded from the checkout's own index when it
+ * can be: a checkout without an index, one whose index git cannot merge (unresolved conflicts)
+ * or one with entries git never checks gets a plain index of the tree, and every file is read.
+ */
+export async function seedIndexWithTree(
+  git: GitRunner,
+  opts: { gitDir: string; indexFile: string; tree: string; objectFormat: "sha1" | "sha256" },
+): Promise<void> {
+  const hashBytes = opts.objectFormat === "sha256" ? 32 : 20;
+  if (await copyCheckoutIndex(opts.gitDir, opts.indexFile, hashBytes)) {
+    try {
+      await git.run(mergeTreeIntoIndex(opts.indexFile, opts.tree));
+      return;
+    } catch (error) {
+      if (!isStrataError(error, "GIT_FAILED")) throw error;
+    }
+  }
+  await rm(opts.indexFile, { force: true });
+  await git.run(readTreeInto(opts.indexFile, opts.tree));
+}
