@@ -6,26 +6,28 @@
 // acquire without queueing, and the 16 clients again paced at --paced-rate acquires per second
 // in total (default 1000; each counted from when it was due), for latency under heavy but not
 // saturating load. Every load runs twice: in process (the service called directly) and over HTTP
-// the way agents call it — a node:http server serving the app's tRPC handler, each request
-// authenticated by its agent token, driven by keep-alive tRPC clients (fetch keeps connections
-// alive) — and the HTTP rows give their p99 as a multiple of the in-process p99. The CPU
-// column is per acquire: this process (clients and service) + the PostgreSQL backends (read
-// from /proc, so PostgreSQL must run on this machine; "?" otherwise) — on a shared 2-core
-// machine it tells whether latency moved because the code did or because the machine was busy.
+// the way agents call it — a node:http server in this process serving the app's tRPC handler,
+// each request authenticated by its agent token, driven by keep-alive tRPC clients in a child
+// process (scripts/bench-acquire-clients.ts), so this event loop only serves, as it does for
+// agents on other machines — and the HTTP rows give their p99 as a multiple of the in-process
+// p99 measured in the same run. The CPU column is per acquire: this process (the service, and
+// for HTTP the serving; the in-process rows' clients are a loop of calls) + the PostgreSQL
+// backends (read from /proc, so PostgreSQL must run on this machine; "?" otherwise) — on a
+// shared 2-core machine it tells whether latency moved because the code did or because the
+// machine was busy. The HTTP clients' own CPU is not counted: agents pay it on their machines.
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
 // --transports in-process,http.
+import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { createTRPCClient, httpLink, type TRPCClient } from "@trpc/client";
-import superjson from "superjson";
 import { createTestCatalog, type TestCatalog } from "../server/testing/catalog.ts";
 import { trustAgent } from "../server/domain/scope.ts";
 import { createAgentToken } from "../server/auth/agents.ts";
-import { acquireWorkspace, type AcquireWorkspaceInput } from "../server/acquire/acquire-workspace.ts";
-import type { RestorePlan } from "../server/domain/views.ts";
-import type { AppRouter } from "../server/trpc/root.ts";
+import { acquireWorkspace } from "../server/acquire/acquire-workspace.ts";
+import { TRPC_ENDPOINT } from "../server/trpc/http-handler.ts";
 import { serveApp } from "../server/testing/http-server.ts";
+import type { ClientsReply, ClientsRequest } from "./bench-acquire-clients.ts";
+import { AGENTS, runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
 
 const { values } = parseArgs({
   options: {
@@ -57,15 +59,8 @@ const GOAL_HTTP_RATIO = 2;
 const ACQUIRES = Number(values.acquires);
 const WARMUP = Number(values.warmup);
 
-const AGENTS = 10;
 const BASELINES_PER_KEY = 5; // 4 superseded + 1 ready
 const CHECKPOINTS_PER_LINEAGE = 10; // 9 superseded + 1 ready head
-
-interface Shape {
-  repositories: number;
-  baselineKeys: number;
-  lineages: number;
-}
 
 /** A fifth of the rows are baselines, the rest checkpoint chains. */
 function shapeFor(snapshots: number): Shape {
@@ -150,32 +145,6 @@ async function plans(catalog: TestCatalog): Promise<string[]> {
   return out;
 }
 
-type Kind = "resume" | "new" | "cold";
-
-/** Half resume an existing work context, 40% start new work on a baselined key, 10% start cold. */
-function request(i: number, shape: Shape) {
-  const roll = (i * 7919) % 10;
-  const kind: Kind = roll < 5 ? "resume" : roll < 9 ? "new" : "cold";
-  if (kind === "resume") {
-    const l = (i * 104_729) % shape.lineages;
-    return {
-      kind,
-      agent: l % AGENTS,
-      repository: (Math.floor(l / AGENTS) % shape.repositories) as number,
-      workContextId: `wc-${l}`,
-      canonicalRef: "main",
-    };
-  }
-  const k = (i * 15_485_863) % shape.baselineKeys;
-  return {
-    kind,
-    agent: k % AGENTS,
-    repository: Math.floor(k / AGENTS),
-    workContextId: undefined,
-    canonicalRef: kind === "cold" ? "never-published" : "main",
-  };
-}
-
 /** CPU seconds (user + system) a process has used, from /proc; null where that cannot be read. */
 function processCpuSeconds(pid: number): number | null {
   try {
@@ -197,97 +166,63 @@ async function backendPids(catalog: TestCatalog): Promise<number[]> {
 
 const loadName = (load: Load) => (load.rate === null ? "closed" : `${load.rate}/s`);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
   return sorted[Math.max(0, index)] ?? Number.NaN;
 }
 
-/** Closed loop: each client starts its next acquire as soon as one returns. Paced: acquire i is due at i / rate. */
-interface Load {
-  clients: number;
-  /** Acquires per second in total, or null for closed loops. */
-  rate: number | null;
-}
+/** Runs one load's acquires (offset … offset + total - 1) and reports their latencies. */
+type Runner = (shape: Shape, load: Load, total: number, offset: number) => Promise<LoadResult>;
 
-/** One acquire as the bench's request i asks it, by agent number. */
-type Acquire = (agent: number, input: AcquireWorkspaceInput) => Promise<RestorePlan>;
-
-const inProcess =
-  (catalog: TestCatalog): Acquire =>
-  (agent, input) =>
-    acquireWorkspace(catalog.db, { ...input, agent: trustAgent(`agent-${agent}`, `bench-${agent}`) });
+/** The service called directly, from this process. */
+const inProcess = (catalog: TestCatalog): Runner =>
+  runLoad.bind(null, (agent, input) =>
+    acquireWorkspace(catalog.db, { ...input, agent: trustAgent(`agent-${agent}`, `bench-${agent}`) }),
+  );
 
 /**
- * Acquire over HTTP as an agent does it: the app's tRPC handler on a node:http server, one token
- * per agent checked on every request, one tRPC client per agent (no batching: one acquire, one
+ * Acquire over HTTP as an agent does it: the app's tRPC handler on a node:http server in this
+ * process, one token per agent checked on every request, and the clients in a child process
+ * (scripts/bench-acquire-clients.ts) — one tRPC client per agent (no batching: one acquire, one
  * request) whose fetch keeps its connections alive.
  */
-async function overHttp(catalog: TestCatalog): Promise<{ acquire: Acquire; close(): Promise<void> }> {
+async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): Promise<void> }> {
   const server = await serveApp({ db: catalog.db });
-  const clients: TRPCClient<AppRouter>[] = [];
-  for (let a = 0; a < AGENTS; a++) {
-    const { token } = await createAgentToken(catalog.db, { name: `bench-${a}` });
-    clients.push(
-      createTRPCClient<AppRouter>({
-        links: [
-          httpLink({
-            url: `${server.url}/api/trpc`,
-            transformer: superjson,
-            headers: { authorization: `Bearer ${token}` },
-          }),
-        ],
-      }),
-    );
-  }
+  const tokens: string[] = [];
+  for (let a = 0; a < AGENTS; a++) tokens.push((await createAgentToken(catalog.db, { name: `bench-${a}` })).token);
+  const child = fork(new URL("./bench-acquire-clients.ts", import.meta.url), { stdio: "inherit" });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const ask = (request: ClientsRequest) =>
+    new Promise<ClientsReply>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the HTTP clients' process exited (${code})`));
+      child.once("exit", onExit);
+      child.once("message", (reply: ClientsReply) => {
+        child.off("exit", onExit);
+        if (reply.type === "error") reject(new Error(`HTTP clients: ${reply.message}`));
+        else resolve(reply);
+      });
+      child.send(request);
+    });
+  await ask({ type: "connect", url: `${server.url}${TRPC_ENDPOINT}`, tokens });
   return {
-    acquire: (agent, input) => clients[agent]!.workspace.acquire.mutate(input),
-    close: () => server.close(),
+    run: async (shape, load, total, offset) => {
+      const reply = await ask({ type: "run", shape, load, total, offset });
+      if (reply.type !== "result") throw new Error(`HTTP clients answered ${reply.type}`);
+      return reply.result;
+    },
+    close: async () => {
+      child.disconnect();
+      await exited;
+      await server.close();
+    },
   };
 }
 
-async function measure(
-  catalog: TestCatalog,
-  shape: Shape,
-  acquire: Acquire,
-  load: Load,
-  total: number,
-  offset: number,
-) {
-  const { clients, rate } = load;
-  const latencies: number[] = [];
-  const rungs: Record<string, number> = { checkpoint: 0, baseline: 0, cold: 0 };
-  let next = 0;
+async function measure(catalog: TestCatalog, shape: Shape, run: Runner, load: Load, total: number, offset: number) {
   const before = new Map((await backendPids(catalog)).map((pid) => [pid, processCpuSeconds(pid)]));
   const nodeBefore = process.cpuUsage();
-  const started = performance.now();
-  async function client(): Promise<void> {
-    for (;;) {
-      const i = next++;
-      if (i >= total) return;
-      const r = request(offset + i, shape);
-      // A paced acquire counts from when it was due, so waiting for a free client is latency too
-      // (or from when it started, if the timer fired a little early).
-      const due = rate === null ? null : started + (i * 1000) / rate;
-      if (due !== null && due > performance.now()) await sleep(due - performance.now());
-      const t0 = Math.min(due ?? Infinity, performance.now());
-      const plan = await acquire(r.agent, {
-        repository: { identity: `bench.test/acme/repo-${r.repository}` },
-        backendKind: "modal",
-        baseImage: "img-1",
-        canonicalRef: r.canonicalRef,
-        workContextId: r.workContextId,
-        workspace: `/bench/${offset + i}`,
-        host: "bench",
-      });
-      latencies.push(performance.now() - t0);
-      rungs[plan.rung] = (rungs[plan.rung] ?? 0) + 1;
-    }
-  }
-  await Promise.all(Array.from({ length: clients }, () => client()));
-  const elapsed = (performance.now() - started) / 1000;
+  const { latencies, rungs, elapsedMs } = await run(shape, load, total, offset);
   const node = process.cpuUsage(nodeBefore);
   let postgresSeconds: number | null = 0;
   for (const pid of new Set([...before.keys(), ...(await backendPids(catalog))])) {
@@ -300,8 +235,8 @@ async function measure(
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     max: latencies.at(-1) ?? Number.NaN,
-    throughput: total / elapsed,
-    /** CPU per acquire in ms: this process (clients + service) and the PostgreSQL backends. */
+    throughput: total / (elapsedMs / 1000),
+    /** CPU per acquire in ms: this process (the service, and for HTTP the serving) and the PostgreSQL backends. */
     nodeCpu: (node.user + node.system) / 1000 / total,
     postgresCpu: postgresSeconds === null ? null : (postgresSeconds * 1000) / total,
     rungs,
@@ -323,16 +258,16 @@ async function main(): Promise<void> {
       let offset = 0;
       for (const transport of TRANSPORTS) {
         const http = transport === "http" ? await overHttp(catalog) : null;
-        const acquire = http?.acquire ?? inProcess(catalog);
+        const run = http?.run ?? inProcess(catalog);
         try {
           for (const load of LOADS) {
             const { clients, rate } = load;
             // Warm caches and connections (for HTTP, the keep-alive connections too).
-            await measure(catalog, shape, acquire, { clients, rate: null }, WARMUP, 10_000_000 + offset);
+            await measure(catalog, shape, run, { clients, rate: null }, WARMUP, 10_000_000 + offset);
             process.stderr.write(
               `measuring ${ACQUIRES} acquires with ${clients} client(s), ${loadName(load)}, ${transport}…\n`,
             );
-            const m = await measure(catalog, shape, acquire, load, ACQUIRES, offset);
+            const m = await measure(catalog, shape, run, load, ACQUIRES, offset);
             offset += ACQUIRES;
             const key = `${size}/${clients}/${loadName(load)}`;
             if (!http) inProcessP99.set(key, m.p99);
