@@ -11,7 +11,10 @@ export type ClientsRequest =
   | { type: "connect"; url: string; tokens: string[] }
   | { type: "run"; shape: Shape; load: Load; total: number; offset: number };
 export type ClientsReply =
-  { type: "connected" } | { type: "result"; result: LoadResult } | { type: "error"; message: string };
+  | { type: "connected" }
+  /** cpuMs: the clients' process, user + system, during the load. */
+  | { type: "result"; result: LoadResult; cpuMs: number }
+  | { type: "error"; message: string };
 
 let clients: TRPCClient<AppRouter>[] = [];
 
@@ -35,10 +38,10 @@ process.on("message", (message: ClientsRequest) => {
         agent: number,
         input: Parameters<(typeof clients)[number]["workspace"]["acquire"]["mutate"]>[0],
       ) => clients[agent]!.workspace.acquire.mutate(input);
-      reply({
-        type: "result",
-        result: await runLoad(acquire, message.shape, message.load, message.total, message.offset),
-      });
+      const before = process.cpuUsage();
+      const result = await runLoad(acquire, message.shape, message.load, message.total, message.offset);
+      const cpu = process.cpuUsage(before);
+      reply({ type: "result", result, cpuMs: (cpu.user + cpu.system) / 1000 });
     } catch (error) {
       reply({ type: "error", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     }

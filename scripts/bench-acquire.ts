@@ -14,7 +14,8 @@
 // for HTTP the serving; the in-process rows' clients are a loop of calls) + the PostgreSQL
 // backends (read from /proc, so PostgreSQL must run on this machine; "?" otherwise) — on a
 // shared 2-core machine it tells whether latency moved because the code did or because the
-// machine was busy. The HTTP clients' own CPU is not counted: agents pay it on their machines.
+// machine was busy. The HTTP clients' process is counted apart (agents pay it on their own
+// machines; here it shares the 2 cores with the server and PostgreSQL).
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
 // --transports in-process,http.
 import { fork } from "node:child_process";
@@ -172,8 +173,16 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.max(0, index)] ?? Number.NaN;
 }
 
-/** Runs one load's acquires (offset … offset + total - 1) and reports their latencies. */
-type Runner = (shape: Shape, load: Load, total: number, offset: number) => Promise<LoadResult>;
+/**
+ * Runs one load's acquires (offset … offset + total - 1) and reports their latencies, and the CPU
+ * ms of the clients when they run in a process of their own.
+ */
+type Runner = (
+  shape: Shape,
+  load: Load,
+  total: number,
+  offset: number,
+) => Promise<LoadResult & { clientsCpuMs?: number }>;
 
 /** The service called directly, from this process. */
 const inProcess = (catalog: TestCatalog): Runner =>
@@ -209,7 +218,7 @@ async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): P
     run: async (shape, load, total, offset) => {
       const reply = await ask({ type: "run", shape, load, total, offset });
       if (reply.type !== "result") throw new Error(`HTTP clients answered ${reply.type}`);
-      return reply.result;
+      return { ...reply.result, clientsCpuMs: reply.cpuMs };
     },
     close: async () => {
       child.disconnect();
@@ -222,7 +231,7 @@ async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): P
 async function measure(catalog: TestCatalog, shape: Shape, run: Runner, load: Load, total: number, offset: number) {
   const before = new Map((await backendPids(catalog)).map((pid) => [pid, processCpuSeconds(pid)]));
   const nodeBefore = process.cpuUsage();
-  const { latencies, rungs, elapsedMs } = await run(shape, load, total, offset);
+  const { latencies, rungs, elapsedMs, clientsCpuMs } = await run(shape, load, total, offset);
   const node = process.cpuUsage(nodeBefore);
   let postgresSeconds: number | null = 0;
   for (const pid of new Set([...before.keys(), ...(await backendPids(catalog))])) {
@@ -239,6 +248,8 @@ async function measure(catalog: TestCatalog, shape: Shape, run: Runner, load: Lo
     /** CPU per acquire in ms: this process (the service, and for HTTP the serving) and the PostgreSQL backends. */
     nodeCpu: (node.user + node.system) / 1000 / total,
     postgresCpu: postgresSeconds === null ? null : (postgresSeconds * 1000) / total,
+    /** CPU per acquire in ms of the HTTP clients' process (null in process). */
+    clientsCpu: clientsCpuMs === undefined ? null : clientsCpuMs / total,
     rungs,
   };
 }
@@ -284,6 +295,7 @@ async function main(): Promise<void> {
               m.max.toFixed(2),
               m.throughput.toFixed(0),
               `${m.nodeCpu.toFixed(3)}+${m.postgresCpu === null ? "?" : m.postgresCpu.toFixed(3)}`,
+              m.clientsCpu === null ? "" : m.clientsCpu.toFixed(3),
               `${m.rungs.checkpoint}/${m.rungs.baseline}/${m.rungs.cold}`,
               http && baseP99 !== undefined ? `${(m.p99 / baseP99).toFixed(2)}x` : "",
             ]);
@@ -307,6 +319,7 @@ async function main(): Promise<void> {
     "max ms",
     "acquires/s",
     "cpu ms node+pg",
+    "clients cpu ms",
     "ckpt/base/cold",
     "p99 vs in-process",
   ];
