@@ -7,15 +7,25 @@ import { handleBlobGet, handleBlobMethodNotAllowed, handleBlobPut } from "../htt
 import type { Db } from "../db/catalog.ts";
 import type { UserScope } from "../domain/scope.ts";
 import { createContextInner } from "../trpc/init.ts";
-import { handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
+import { handleTrpcNodeRequest, handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
 
-function toRequest(req: IncomingMessage, base: string): Request {
+/**
+ * The URL and headers of the Request a node request makes (a header sent twice is left out);
+ * throws where making that Request would.
+ */
+function urlAndHeaders(req: IncomingMessage): { url: URL; headers: Headers } {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (typeof value === "string") headers.set(name, value);
   }
+  const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
+  if (url.username || url.password) throw new TypeError("A Request's URL cannot hold credentials.");
+  return { url, headers };
+}
+
+function toRequest(req: IncomingMessage, { url, headers }: { url: URL; headers: Headers }): Request {
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
-  return new Request(new URL(req.url ?? "/", base), {
+  return new Request(url, {
     method: req.method,
     headers,
     body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
@@ -31,7 +41,7 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
 export interface TestServerOptions {
   db: Db;
   /** The signed-in dashboard user of a request (the app reads a session cookie). */
-  userFor?: (req: Request) => UserScope | null;
+  userFor?: (req: { headers: Headers }) => UserScope | null;
 }
 
 export interface TestServer {
@@ -52,6 +62,8 @@ function decodeSegment(segment: string): string {
   }
 }
 
+const isTrpcPath = (path: string) => path === TRPC_ENDPOINT || path.startsWith(`${TRPC_ENDPOINT}/`);
+
 function route(req: Request, opts: TestServerOptions): Promise<Response> {
   const path = new URL(req.url).pathname;
   const blob = /^\/api\/blobs\/([^/]+)$/.exec(path);
@@ -63,7 +75,7 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
     return Promise.resolve(handleBlobMethodNotAllowed(req));
   }
   // app/api/trpc/[[...trpc]]/route.ts: /api/trpc and every path beneath it.
-  if (path === TRPC_ENDPOINT || path.startsWith(`${TRPC_ENDPOINT}/`)) {
+  if (isTrpcPath(path)) {
     return handleTrpcRequest(req, (request) =>
       createContextInner({
         db: opts.db,
@@ -79,21 +91,44 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
 export function serveApp(opts: TestServerOptions): Promise<TestServer> {
   // Room for the long query strings tests send (Node's default header limit is 16 KiB).
   const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
-    let request: Request;
+    const failed = () => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.writeHead(500);
+      res.end();
+    };
+    let parts: { url: URL; headers: Headers };
     try {
-      request = toRequest(req, `http://${req.headers.host ?? "localhost"}`);
+      parts = urlAndHeaders(req);
     } catch {
       res.writeHead(400);
       res.end();
       return;
     }
-    route(request, opts).then(
-      (response) => send(res, response),
-      () => {
-        res.writeHead(500);
+    const answer = async () => {
+      // Plain JSON tRPC calls skip the fetch Request and Response (see handleTrpcNodeRequest).
+      if (isTrpcPath(parts.url.pathname)) {
+        const context = () =>
+          createContextInner({
+            db: opts.db,
+            authorization: parts.headers.get("authorization"),
+            user: opts.userFor?.(parts) ?? null,
+          });
+        if (await handleTrpcNodeRequest(req, res, parts, context)) return;
+      }
+      let request: Request;
+      try {
+        request = toRequest(req, parts);
+      } catch {
+        res.writeHead(400);
         res.end();
-      },
-    );
+        return;
+      }
+      await send(res, await route(request, opts));
+    };
+    answer().catch(failed);
   });
   return new Promise((resolve) => {
     server.listen(0, "127.0.0.1", () => {
