@@ -1,20 +1,62 @@
 // bench:acquire's HTTP clients, in a process of their own (forked by scripts/bench-acquire.ts) so
 // the server's event loop only serves, as it does for real agents on other machines. One tRPC
-// client per agent (no batching: one acquire, one request) with its token, whose fetch keeps its
-// connections alive. The parent sends `run` messages and gets each load's latencies back.
+// client per agent (no batching: one acquire, one request) with its token, on keep-alive
+// connections. The parent sends `run` messages and gets each load's latencies back.
+//
+// The clients share the machine's cores with the server and PostgreSQL, which real agents do
+// not, so by default they send tRPC's requests through a small fetch on node:http (nodeFetch):
+// Node 20's fetch (undici, web streams) spent 0.5-0.7 ms of CPU per acquire here, more than the
+// server. `--http-client fetch` uses the global fetch, as the CLI does. The requests on the wire
+// are tRPC's either way (same method, path, content type, authorization and body).
+import http from "node:http";
 import { createTRPCClient, httpLink, type TRPCClient } from "@trpc/client";
 import superjson from "superjson";
 import type { AppRouter } from "../server/trpc/root.ts";
 import { runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
 
+export type HttpClient = "node" | "fetch";
 export type ClientsRequest =
-  | { type: "connect"; url: string; tokens: string[] }
+  | { type: "connect"; url: string; tokens: string[]; httpClient: HttpClient }
   | { type: "run"; shape: Shape; load: Load; total: number; offset: number };
 export type ClientsReply =
   | { type: "connected" }
   /** cpuMs: the clients' process, user + system, during the load. */
   | { type: "result"; result: LoadResult; cpuMs: number }
   | { type: "error"; message: string };
+
+const keepAlive = new http.Agent({ keepAlive: true });
+
+/** The part of fetch tRPC's httpLink uses (a string body, plain headers, ok and json()), on node:http. */
+function nodeFetch(
+  url: string | URL | Request,
+  init?: { method?: string; headers?: HeadersInit; body?: unknown },
+): Promise<{ ok: boolean; status: number; json(): Promise<unknown> }> {
+  const body = typeof init?.body === "string" ? init.body : undefined;
+  if (init?.body != null && body === undefined) throw new Error("nodeFetch sends string bodies only");
+  return new Promise((resolve, reject) => {
+    const given = init?.headers ?? {};
+    const headers: Record<string, string | number> = Object.fromEntries(
+      Array.isArray(given) || given instanceof Headers ? given : Object.entries(given),
+    );
+    if (body !== undefined) headers["content-length"] = Buffer.byteLength(body);
+    const req = http.request(
+      url instanceof Request ? url.url : url,
+      { method: init?.method ?? "GET", headers, agent: keepAlive },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("error", reject);
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          const status = res.statusCode ?? 0;
+          resolve({ ok: status >= 200 && status < 300, status, json: async () => JSON.parse(text) as unknown });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
 
 let clients: TRPCClient<AppRouter>[] = [];
 
@@ -27,7 +69,12 @@ process.on("message", (message: ClientsRequest) => {
         clients = message.tokens.map((token) =>
           createTRPCClient<AppRouter>({
             links: [
-              httpLink({ url: message.url, transformer: superjson, headers: { authorization: `Bearer ${token}` } }),
+              httpLink({
+                url: message.url,
+                transformer: superjson,
+                headers: { authorization: `Bearer ${token}` },
+                ...(message.httpClient === "node" ? { fetch: nodeFetch } : {}),
+              }),
             ],
           }),
         );

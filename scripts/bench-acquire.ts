@@ -16,8 +16,11 @@
 // shared 2-core machine it tells whether latency moved because the code did or because the
 // machine was busy. The HTTP clients' process is counted apart (agents pay it on their own
 // machines; here it shares the 2 cores with the server and PostgreSQL).
+// The HTTP clients send tRPC's requests through node:http rather than Node's fetch, which cost
+// them more CPU per acquire than the server spends (see bench-acquire-clients.ts;
+// --http-client fetch uses fetch).
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
-// --transports in-process,http.
+// --transports in-process,http --http-client node|fetch.
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -27,7 +30,7 @@ import { createAgentToken } from "../server/auth/agents.ts";
 import { acquireWorkspace } from "../server/acquire/acquire-workspace.ts";
 import { TRPC_ENDPOINT } from "../server/trpc/http-handler.ts";
 import { serveApp } from "../server/testing/http-server.ts";
-import type { ClientsReply, ClientsRequest } from "./bench-acquire-clients.ts";
+import type { ClientsReply, ClientsRequest, HttpClient } from "./bench-acquire-clients.ts";
 import { AGENTS, runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
 
 const { values } = parseArgs({
@@ -38,10 +41,13 @@ const { values } = parseArgs({
     acquires: { type: "string", default: "10000" },
     warmup: { type: "string", default: "400" },
     transports: { type: "string", default: "in-process,http" },
+    "http-client": { type: "string", default: "node" },
   },
 });
 type Transport = "in-process" | "http";
 const TRANSPORTS = values.transports.split(",") as Transport[];
+const HTTP_CLIENT = values["http-client"] as HttpClient;
+if (HTTP_CLIENT !== "node" && HTTP_CLIENT !== "fetch") throw new Error(`unknown --http-client ${HTTP_CLIENT}`);
 for (const t of TRANSPORTS) if (t !== "in-process" && t !== "http") throw new Error(`unknown transport ${t}`);
 const SIZES = values.sizes.split(",").map(Number);
 const CLIENT_COUNTS = values.clients.split(",").map(Number);
@@ -213,7 +219,7 @@ async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): P
       });
       child.send(request);
     });
-  await ask({ type: "connect", url: `${server.url}${TRPC_ENDPOINT}`, tokens });
+  await ask({ type: "connect", url: `${server.url}${TRPC_ENDPOINT}`, tokens, httpClient: HTTP_CLIENT });
   return {
     run: async (shape, load, total, offset) => {
       const reply = await ask({ type: "run", shape, load, total, offset });
