@@ -74,10 +74,24 @@ const utf8 = new TextDecoder();
  * The body as fetch's Request.json() reads it (undici's utf8DecodeBytes): a leading BOM dropped,
  * then UTF-8 with bad bytes replaced (a decoder that drops a second BOM), then JSON.
  */
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  let bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
-  return JSON.parse(bytes.length === 0 ? "" : utf8.decode(bytes));
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("error", reject);
+    req.on("close", () => {
+      if (!ended) reject(new Error("The request was closed before its body ended."));
+    });
+    req.on("end", () => {
+      ended = true;
+      let bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+      try {
+        resolve(JSON.parse(bytes.length === 0 ? "" : utf8.decode(bytes)));
+      } catch (error) {
+        reject(error);
+      }
+    });
+  });
 }
