@@ -18,7 +18,7 @@ import {
   type HeldWorktree,
   type PooledWorktreeLost,
 } from "../worktrees/take-worktree.ts";
-import { worktreeCleanliness } from "../worktrees/worktree-cleanliness.ts";
+import { judgeCleanliness } from "../worktrees/worktree-cleanliness.ts";
 
 interface Args {
   dir: string;
@@ -59,7 +59,7 @@ async function answer(request: Request): Promise<unknown> {
   switch (request.op) {
     case "take": {
       const accept = async (c: { path: string }) =>
-        request.reuse === "all" || (await worktreeCleanliness(c.path)) === "clean";
+        request.reuse === "all" || (await judgeCleanliness(c.path, null)).state === "clean";
       const reuse = request.reuse
         ? async (c: { path: string }) => {
             await new Promise((r) => setTimeout(r, request.reuseMs ?? 0));

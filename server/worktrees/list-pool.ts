@@ -1,5 +1,6 @@
 // listPool(pool): every worktree of the pool with its repository, its holder and how its lease
-// stands (held, stale or free, with its age on the pool filesystem's clock), and what the pool
+// stands (held, stale or free, with its age on the pool filesystem's clock), the snapshot last
+// restored into it and whether an interrupted reset marked it, and what the pool
 // holds that is no worktree of it: directories without a record, records that do not parse,
 // removals a crashed process left half done.
 import { readdir, stat } from "node:fs/promises";
@@ -11,9 +12,11 @@ import {
   readRecords,
   splitTokenFile,
   worktreePath,
+  type RecordedSnapshot,
   type WorktreePool,
   type WorktreeRecord,
 } from "./pool.ts";
+import { isMarked } from "./worktree-cleanliness.ts";
 
 export interface PoolWorktree {
   name: string;
@@ -24,6 +27,10 @@ export interface PoolWorktree {
   /** The task it belongs to (it is re-taken first by that task). */
   owner: string | null;
   env: string | null;
+  /** The snapshot last restored into it (null in records written before reuse). */
+  snapshot: RecordedSnapshot | null;
+  /** A reset to another snapshot began there and never finished: never reused, pruned. */
+  marked: boolean;
   state: LeaseState;
   /** Who holds it, or held it last (null once released). */
   holder: { pid: number; host: string } | null;
@@ -52,13 +59,16 @@ export interface PoolListing {
 /** A listing entry from a record judged at `now`. */
 export async function describeWorktree(pool: WorktreePool, record: WorktreeRecord, now: number): Promise<PoolWorktree> {
   const judged = await judgeWorktree(pool, record, now);
+  const path = worktreePath(pool, record.name);
   return {
     name: record.name,
     n: record.n,
-    path: worktreePath(pool, record.name),
+    path,
     repository: record.repository,
     owner: record.owner,
     env: record.env,
+    snapshot: record.snapshot,
+    marked: await isMarked(path),
     state: judged.state,
     holder: record.take ? { pid: record.take.holder.pid, host: record.take.holder.host } : null,
     leaseAgeMs: judged.ageMs,

@@ -3,7 +3,8 @@
 // is files under `<pool>/.pool/`, no database, so hosts that share the directory over a network
 // filesystem share the pool:
 //
-//   records/<name>.json           each worktree's record: repository, owner, the current take
+//   records/<name>.json           each worktree's record: repository, owner, the snapshot last
+//                                 restored into it, the current take
 //   leases/<name>.<token>.json    the heartbeat of one take (lease.ts)
 //   locks/<name>.lock             the per-worktree lock, and its heartbeat <name>.<token>.beat
 //   aside/, removing/             records moved aside while they change or their worktree goes
@@ -124,6 +125,17 @@ const takeSchema = z.strictObject({
   holder: processIdentitySchema,
 });
 
+const objectIdSchema = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
+
+/** The snapshot a worktree was last restored (or reset) to: what reuse and pruning compare it with. */
+const recordedSnapshotSchema = z.strictObject({
+  id: z.string().min(1).max(200),
+  /** Null: recorded on an unborn branch. */
+  head: objectIdSchema.nullable(),
+  tree: objectIdSchema,
+});
+export type RecordedSnapshot = z.infer<typeof recordedSnapshotSchema>;
+
 const worktreeRecordSchema = z.strictObject({
   version: z.literal(1),
   name: z.string().min(1).max(100),
@@ -135,6 +147,8 @@ const worktreeRecordSchema = z.strictObject({
   owner: z.string().max(500).nullable(),
   /** The environment hash of the snapshot last restored into it (reuse prefers the same). */
   env: z.string().max(200).nullable(),
+  /** The snapshot last restored into it; records written before reuse have none. */
+  snapshot: recordedSnapshotSchema.nullable().default(null),
   createdAt: z.number().finite(),
   /** The current holder, or null once released. */
   take: takeSchema.nullable(),

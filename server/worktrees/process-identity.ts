@@ -31,13 +31,21 @@ async function readTrimmed(file: string): Promise<string | null> {
 }
 
 /** This process, as a lease or lock names its holder (callers pass STRATA_HOST when set). */
-export async function currentProcess(host: string = hostNameOfMachine(hostname())): Promise<ProcessIdentity> {
+export function currentProcess(host: string = hostNameOfMachine(hostname())): Promise<ProcessIdentity> {
+  return processOnThisMachine(process.pid, host);
+}
+
+/** A process of this machine (one that should hold a worktree after this one exits), as a lease names it. */
+export async function processOnThisMachine(
+  pid: number,
+  host: string = hostNameOfMachine(hostname()),
+): Promise<ProcessIdentity> {
   const [bootId, pidNamespace, startTime] = await Promise.all([
     readTrimmed("/proc/sys/kernel/random/boot_id"),
-    readlink("/proc/self/ns/pid").catch(() => null),
-    processStartTime(process.pid),
+    readlink(`/proc/${pid === process.pid ? "self" : pid}/ns/pid`).catch(() => null),
+    processStartTime(pid),
   ]);
-  return { host, bootId, pidNamespace, pid: process.pid, startTime };
+  return { host, bootId, pidNamespace, pid, startTime };
 }
 
 /** Whether `me` can see `other`'s process table: the same host, boot and pid namespace. */

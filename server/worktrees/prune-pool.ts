@@ -1,6 +1,8 @@
 // prunePool(pool): removes the free worktrees that hold nothing to lose, and finishes what
-// crashed processes left behind. A worktree with changes git does not hold (for now: anything
-// `git status --porcelain` shows) is never removed. Each removal happens under the worktree's
+// crashed processes left behind. A worktree is removed only when it is exactly the snapshot its
+// record remembers (worktree-cleanliness.ts: no change, no untracked or denied file, no secret
+// git ignores such as an ignored `.env`), or when an interrupted reset marked it (its files are
+// no snapshot's); one with anything unrecorded is never removed. Each removal happens under the worktree's
 // lock, re-checks the lock and takes the record away (moved aside, checked to be the one judged)
 // before a file of the worktree goes, so a pruner suspended midway removes nothing another
 // task took meanwhile.
@@ -21,7 +23,7 @@ import {
   type WorktreePool,
   type WorktreeRecord,
 } from "./pool.ts";
-import { worktreeCleanliness } from "./worktree-cleanliness.ts";
+import { judgeCleanliness } from "./worktree-cleanliness.ts";
 import { withWorktreeLock, type WorktreeLock } from "./worktree-lock.ts";
 
 interface PrunedWorktree {
@@ -36,7 +38,11 @@ interface KeptWorktree extends PrunedWorktree {
    * - `busy`: another process had its lock; `changed`: it was taken while being judged.
    */
   reason: "held" | "stale" | "dirty" | "not-a-checkout" | "busy" | "changed";
+  /** What a dirty worktree holds that no snapshot recorded. */
+  detail?: string;
 }
+
+type KeptReason = Pick<KeptWorktree, "reason" | "detail">;
 
 export interface PruneResult {
   removed: PrunedWorktree[];
@@ -50,15 +56,15 @@ async function removeIfFree(
   pool: WorktreePool,
   lock: WorktreeLock,
   record: WorktreeRecord,
-): Promise<KeptWorktree["reason"] | null> {
+): Promise<KeptReason | null> {
   const judged = await judgeWorktree(pool, record, await pool.clock.now());
-  if (judged.state !== "free") return judged.state;
+  if (judged.state !== "free") return { reason: judged.state };
   const path = worktreePath(pool, record.name);
-  const cleanliness = await worktreeCleanliness(path);
-  if (cleanliness === "dirty" || cleanliness === "not-a-checkout") return cleanliness;
-  if (!(await lock.stillHeld())) return "busy";
+  const { state, detail } = await judgeCleanliness(path, record.snapshot);
+  if (state === "dirty" || state === "not-a-checkout") return detail ? { reason: state, detail } : { reason: state };
+  if (!(await lock.stillHeld())) return { reason: "busy" };
   const aside = await takeRecordAway(pool, record);
-  if (aside === null) return "changed";
+  if (aside === null) return { reason: "changed" };
   // Nobody can take it now: it has no record, and its name stays used while the directory exists.
   await rm(path, { recursive: true, force: true });
   await removeFile(aside);
@@ -66,13 +72,17 @@ async function removeIfFree(
   return null;
 }
 
-async function pruneWorktree(pool: WorktreePool, worktree: PoolWorktree): Promise<KeptWorktree["reason"] | null> {
-  if (worktree.state !== "free") return worktree.state;
+/**
+ * Removes one worktree of the listing if it is free and has nothing to lose (or is marked): null
+ * once removed, else why it stays. Pruning and the eviction of idle worktrees both use it.
+ */
+export async function removeFreeWorktree(pool: WorktreePool, worktree: PoolWorktree): Promise<KeptReason | null> {
+  if (worktree.state !== "free") return { reason: worktree.state };
   const outcome = await withWorktreeLock(pool, worktree.name, async (lock) => {
     const read = await readRecord(pool, worktree.name);
-    return read.found ? removeIfFree(pool, lock, read.record) : "changed";
+    return read.found ? removeIfFree(pool, lock, read.record) : { reason: "changed" as const };
   });
-  return outcome.locked ? outcome.value : "busy";
+  return outcome.locked ? outcome.value : { reason: "busy" };
 }
 
 /**
@@ -148,9 +158,9 @@ export async function prunePool(pool: WorktreePool): Promise<PruneResult> {
   const result: PruneResult = { removed: [], kept: [], leftoversCleaned: 0 };
   if (listing.now === null) return result;
   for (const worktree of listing.worktrees) {
-    const reason = await pruneWorktree(pool, worktree);
-    if (reason === null) result.removed.push({ name: worktree.name, path: worktree.path });
-    else result.kept.push({ name: worktree.name, path: worktree.path, reason });
+    const kept = await removeFreeWorktree(pool, worktree);
+    if (kept === null) result.removed.push({ name: worktree.name, path: worktree.path });
+    else result.kept.push({ name: worktree.name, path: worktree.path, ...kept });
   }
   result.leftoversCleaned += await finishInterrupted(pool, pool.paths.aside, "put-back");
   result.leftoversCleaned += await finishInterrupted(pool, pool.paths.removing, "remove");

@@ -15,10 +15,10 @@ import { startHeartbeat, writeHeartbeat, type Heartbeat } from "./lease.ts";
 import { describeWorktree, listPool, type PoolWorktree } from "./list-pool.ts";
 import { isErrno, removeFile } from "./pool-files.ts";
 import type { PoolRepository } from "./pool-key.ts";
+import type { ProcessIdentity } from "./process-identity.ts";
 import {
   createRecord,
   ensurePoolLayout,
-  judgeWorktree,
   leaseFile,
   readRecord,
   readRecordSettled,
@@ -26,6 +26,7 @@ import {
   revised,
   worktreeName,
   worktreePath,
+  type RecordedSnapshot,
   type WorktreePool,
   type WorktreeRecord,
 } from "./pool.ts";
@@ -48,6 +49,8 @@ export interface HeldWorktree {
   readonly owner: string | null;
   /** `new`: an empty directory to restore into; `retaken`: the owner's own; `reused`: another task's, accepted. */
   readonly origin: "new" | "retaken" | "reused";
+  /** The snapshot the worktree held when it was taken, as its record remembered it. */
+  readonly previous: RecordedSnapshot | null;
   /** The lease: refreshed every `timings.refreshMs` until released or lost. */
   readonly lease: Heartbeat;
   /** Refreshes the lease, then answers whether the worktree is still this take's. */
@@ -66,6 +69,14 @@ export interface TakeWorktreeOptions {
   reuse?: (candidate: PoolWorktree) => boolean | Promise<boolean>;
   /** Called once when the refresh loop finds the worktree taken by another task. */
   onLost?: (warning: PooledWorktreeLost) => void;
+  /** Claim a new worktree, neither re-taking nor reusing one (after a reuse that failed). */
+  fresh?: boolean;
+  /**
+   * The process the take names as its holder: this one by default. Another process of this
+   * machine (an agent that ran `strata resume --hold-pid`) keeps the worktree while it runs, after
+   * this process stopped refreshing the lease.
+   */
+  holder?: ProcessIdentity;
 }
 
 function pooledWorktreeLost(held: Pick<HeldWorktree, "name" | "path">): PooledWorktreeLost {
@@ -108,17 +119,22 @@ function hold(
     repository: record.repository,
     owner: record.owner,
     origin,
+    previous: record.snapshot,
     lease,
     stillHeld: () => lease.refresh(),
   };
 }
 
 /** A new take of this process: its token, time and first heartbeat. */
-async function newTake(pool: WorktreePool, name: string): Promise<NonNullable<WorktreeRecord["take"]>> {
+async function newTake(
+  pool: WorktreePool,
+  name: string,
+  holder: ProcessIdentity = pool.me,
+): Promise<NonNullable<WorktreeRecord["take"]>> {
   const token = randomUUID();
   const at = await pool.clock.now();
   await writeHeartbeat(leaseFile(pool, name, token), { token, refreshedAt: at }, pool.paths.tmp);
-  return { token, at, holder: pool.me };
+  return { token, at, holder };
 }
 
 /** Takes the existing worktree `name` if it is free and acceptable, under its lock. */
@@ -132,12 +148,13 @@ async function retake(
     const read = await readRecord(pool, name);
     if (!read.found || read.record.repository.identity !== repository.identity) return null;
     const record = read.record;
-    const now = await pool.clock.now();
-    if ((await judgeWorktree(pool, record, now)).state !== "free") return null;
+    const candidate = await describeWorktree(pool, record, await pool.clock.now());
+    // A marked worktree is half reset: not its owner's state, nor anyone's snapshot.
+    if (candidate.state !== "free" || candidate.marked) return null;
     const own = opts.owner != null && record.owner === opts.owner;
-    if (!own && !(opts.reuse && (await opts.reuse(await describeWorktree(pool, record, now))))) return null;
+    if (!own && !(opts.reuse && (await opts.reuse(candidate)))) return null;
     if (!(await lock.stillHeld())) return null;
-    const take = await newTake(pool, name);
+    const take = await newTake(pool, name, opts.holder);
     const next = revised(record, { owner: opts.owner ?? null, env: opts.env ?? record.env, take, releasedAt: null });
     if (!(await replaceRecord(pool, record, next))) {
       await removeFile(leaseFile(pool, name, take.token));
@@ -168,7 +185,7 @@ async function claimNew(
       if (isErrno(error, "EEXIST")) continue;
       throw error;
     }
-    const take = await newTake(pool, name);
+    const take = await newTake(pool, name, opts.holder);
     const record: WorktreeRecord = {
       version: 1,
       name,
@@ -177,6 +194,7 @@ async function claimNew(
       revision: randomUUID(),
       owner: opts.owner ?? null,
       env: opts.env ?? null,
+      snapshot: null,
       createdAt: take.at,
       take,
       releasedAt: null,
@@ -193,7 +211,7 @@ function candidatesInOrder(worktrees: PoolWorktree[], opts: TakeWorktreeOptions)
   const rank = (w: PoolWorktree) =>
     (opts.owner != null && w.owner === opts.owner ? 0 : 2) + (opts.env != null && w.env === opts.env ? 0 : 1);
   return worktrees
-    .filter((w) => w.state === "free")
+    .filter((w) => w.state === "free" && !w.marked)
     .sort((a, b) => rank(a) - rank(b) || (b.releasedAt ?? 0) - (a.releasedAt ?? 0) || a.n - b.n);
 }
 
@@ -205,7 +223,7 @@ export async function takeWorktree(
 ): Promise<HeldWorktree> {
   await ensurePoolLayout(pool);
   const { worktrees } = await listPool(pool, { repository: repository.identity });
-  for (const candidate of candidatesInOrder(worktrees, opts)) {
+  for (const candidate of opts.fresh ? [] : candidatesInOrder(worktrees, opts)) {
     const held = await retake(pool, candidate.name, repository, opts);
     if (held) return held;
   }
@@ -218,21 +236,44 @@ export async function takeWorktree(
  * then simply ages out).
  */
 export async function releaseWorktree(held: HeldWorktree): Promise<"released" | "lost" | "busy"> {
-  const { pool, name } = held;
   held.lease.stop();
+  const outcome = await changeHeldRecord(held, async () => ({ take: null, releasedAt: await held.pool.clock.now() }));
+  if (outcome === "changed") await removeFile(leaseFile(held.pool, held.name, held.lease.token));
+  return outcome === "changed" ? "released" : outcome;
+}
+
+/**
+ * Changes the record of a worktree this take holds, under its lock and only while the record is
+ * still this take's: `lost` when another task took it; `busy` when its lock stayed taken.
+ */
+async function changeHeldRecord(
+  held: HeldWorktree,
+  change: () => Promise<Partial<Omit<WorktreeRecord, "revision">>>,
+): Promise<"changed" | "lost" | "busy"> {
+  const { pool, name } = held;
   for (let attempt = 0; attempt < 50; attempt++) {
     const outcome = await withWorktreeLock(pool, name, async (lock) => {
       const read = await readRecord(pool, name);
       if (!read.found || read.record.take?.token !== held.lease.token) return "lost" as const;
-      const next = revised(read.record, { take: null, releasedAt: await pool.clock.now() });
+      const next = revised(read.record, await change());
       if (!(await lock.stillHeld()) || !(await replaceRecord(pool, read.record, next))) return null;
-      await removeFile(leaseFile(pool, name, held.lease.token));
-      return "released" as const;
+      return "changed" as const;
     });
     if (outcome.locked && outcome.value !== null) return outcome.value;
     await new Promise((r) => setTimeout(r, 100));
   }
   return "busy";
+}
+
+/**
+ * Records the snapshot the held worktree now holds exactly (restored, reset, or verified in
+ * place) and its environment: what reuse and pruning compare the worktree with later.
+ */
+export function recordWorktreeSnapshot(
+  held: HeldWorktree,
+  recorded: { snapshot: RecordedSnapshot | null; env: string | null },
+): Promise<"changed" | "lost" | "busy"> {
+  return changeHeldRecord(held, () => Promise.resolve(recorded));
 }
 
 /** Whether the task still holds its worktree; when not, the warning to give instead of recording anything. */
