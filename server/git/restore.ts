@@ -405,11 +405,11 @@ async function borrowObjects(gitDir: string, store: string): Promise<void> {
 }
 
 /** HEAD and the branch as recorded, the recorded remotes, and refs for commits known pushed. */
-async function finalizeRepository(
+export async function finalizeRepository(
   git: GitRunner,
   snapshotId: string,
   manifest: CaptureManifest,
-  held: Held,
+  held: Pick<Held, "stage" | "head">,
   history: RestoreHistory,
 ): Promise<void> {
   // Which snapshot this worktree was restored from, and how far: a later capture here can name
@@ -462,7 +462,7 @@ function recordedCommits(manifest: CaptureManifest): string[] {
 
 const INFORMATIONAL_OMISSIONS = new Set(["ignored"]);
 
-function captureWarnings(manifest: CaptureManifest): RestoreWarning[] {
+export function captureWarnings(manifest: CaptureManifest): RestoreWarning[] {
   const warnings: RestoreWarning[] = [];
   const left = manifest.omitted.filter(
     (o) => !INFORMATIONAL_OMISSIONS.has(o.reason) && !BUNDLE_OMISSIONS.has(o.reason),
