@@ -1,5 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { credentials, signIn, type Role } from "./users.ts";
+import { agentToken, credentials, signIn, type Role } from "./users.ts";
 
 test("a signed-out visitor is sent to the sign-in page", async ({ page }) => {
   await page.goto("/snapshots");
@@ -31,6 +31,42 @@ test("a wrong password is refused with a clear message", async ({ page }) => {
 test("dashboard data needs a signed-in user: no cookie, no data", async ({ request }) => {
   const response = await request.get("/api/trpc/browse.repositories");
   expect(response.status()).toBe(401);
+});
+
+test("an agent token is answered by the agent API as strata serve serves it, and gives no dashboard data", async ({
+  request,
+}) => {
+  const headers = { authorization: `Bearer ${agentToken()}` };
+  const acquired = await request.post("/api/trpc/workspace.acquire", {
+    headers,
+    data: {
+      json: {
+        repository: { identity: "e2e.strata.test/acme/agent-api" },
+        backendKind: "local",
+        baseImage: "img",
+        canonicalRef: "main",
+        workspace: "/w/e2e",
+        host: "e2e-host",
+      },
+    },
+  });
+  expect(acquired.status()).toBe(200);
+  const plan = (await acquired.json()) as { result: { data: { json: { rung: string; restoreId: string } } } };
+  expect(plan.result.data.json).toMatchObject({ rung: "cold" });
+  // A batch of two calls, as the CLI sends them, answered in order.
+  const inputs = encodeURIComponent(JSON.stringify({ 0: { json: {} }, 1: { json: {} } }));
+  const batch = await request.get(`/api/trpc/lineage.list,job.list?batch=1&input=${inputs}`, { headers });
+  expect(batch.status()).toBe(200);
+  const answers = (await batch.json()) as { result?: unknown }[];
+  expect(answers.map((answer) => Boolean(answer.result))).toEqual([true, true]);
+  // The same token is not a dashboard user.
+  expect((await request.get("/api/trpc/browse.repositories", { headers })).status()).toBe(401);
+  // A wrong token is refused with the typed error.
+  const refused = await request.post("/api/trpc/workspace.acquire", {
+    headers: { authorization: "Bearer not-a-token" },
+    data: { json: {} },
+  });
+  expect(refused.status()).toBe(401);
 });
 
 test("nobody can sign up through the web", async ({ request }) => {

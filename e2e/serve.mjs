@@ -19,6 +19,11 @@ for (const role of ["operator", "support", "admin"]) {
   users[role] = { email, password: JSON.parse(out).password };
 }
 writeFileSync(path.join(dataDir, "e2e-users.json"), JSON.stringify(users), { mode: 0o600 });
+// One agent, for the API as agents call it (its token answers the agent API, not the dashboard).
+const agent = JSON.parse(
+  execFileSync(process.execPath, ["cli/strata.mjs", "agent", "create", "e2e-agent", "--json"], { encoding: "utf8" }),
+);
+writeFileSync(path.join(dataDir, "e2e-agent.json"), JSON.stringify({ token: agent.token }), { mode: 0o600 });
 
 // A few weeks of realistic history, written through the services, for every page to show.
 execFileSync(process.execPath, ["--import", "tsx", "scripts/dashboard-seed.ts", "example"], { stdio: "inherit" });

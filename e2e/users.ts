@@ -14,6 +14,11 @@ export function credentials(role: Role): { email: string; password: string } {
   return users[role];
 }
 
+/** The token of the agent serve.mjs created. */
+export function agentToken(): string {
+  return (JSON.parse(readFileSync(path.join(E2E_DATA_DIR, "e2e-agent.json"), "utf8")) as { token: string }).token;
+}
+
 /** Signs in through the sign-in page, as a person does. */
 export async function signIn(page: Page, role: Role): Promise<void> {
   const { email, password } = credentials(role);

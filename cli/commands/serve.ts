@@ -1,12 +1,14 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { createServer } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import next from "next";
 import { describeDatabase, loadConfig, type Config } from "../../server/config/config.ts";
 import { openCatalog } from "../../server/db/client.ts";
+import { handleTrpcNodeRequest, TRPC_ENDPOINT } from "../../server/trpc/http-handler.ts";
+import { createContext } from "../../server/trpc/init.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "../catalog.ts";
@@ -49,6 +51,22 @@ async function buildApp(): Promise<void> {
   });
 }
 
+/**
+ * Answers a node request for a plain JSON tRPC call with the app's handler and context (the
+ * same as the Next route's); false, having read nothing, for any other request.
+ */
+function apiHandler(): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
+  return (req, res) => {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+      else if (value !== undefined) headers.set(name, value);
+    }
+    const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
+    return handleTrpcNodeRequest(req, res, { url, headers }, () => createContext({ req: { headers } }));
+  };
+}
+
 /** Starts a worker inside this process for STRATA_HOST. */
 async function startServeWorker(config: Config, enabled: boolean): Promise<WorkerProcess | null> {
   if (!enabled) return null;
@@ -86,7 +104,23 @@ export function registerServe(program: Command): void {
       const app = next({ dev, dir: ROOT, hostname: config.bind, port: config.port });
       await app.prepare();
       const handle = app.getRequestHandler();
-      const server = createServer((req, res) => void handle(req, res));
+      const serveApi = apiHandler();
+      const server = createServer((req, res) => {
+        // Agents' tRPC calls are answered here, before Next (whose request conversion costs
+        // more CPU than a small call); anything else, and any call this path declines, goes
+        // to Next, whose route serves the same handler.
+        if (req.url?.startsWith(TRPC_ENDPOINT)) {
+          void serveApi(req, res)
+            .then((answered) => (answered ? undefined : handle(req, res)))
+            .catch((error: unknown) => {
+              process.stderr.write(`strata: API request failed: ${(error as Error).message}\n`);
+              if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+              res.end(JSON.stringify({ error: { code: "INTERNAL", message: "The request failed unexpectedly." } }));
+            });
+          return;
+        }
+        void handle(req, res);
+      });
       await new Promise<void>((resolve, reject) => {
         server.once("error", (error: NodeJS.ErrnoException) =>
           reject(

@@ -177,7 +177,10 @@ export function postgresDialect(pool: pg.Pool): Dialect {
  * a Prisma client extension: an extended client has another type than PrismaClient and
  * Prisma.TransactionClient, which every service is typed against.
  */
-const dialects = new WeakMap<object, Dialect>();
+const registry = globalThis as unknown as { __strataDialects?: WeakMap<object, Dialect> };
+// Process-wide, like the catalog handle (catalog.ts): `strata serve` runs Next's bundle of this
+// code beside the CLI's, and a handle one bundle opened must be known to the other.
+const dialects = (registry.__strataDialects ??= new WeakMap<object, Dialect>());
 
 /** Records a handle's dialect: openCatalog for a client, inTransaction for each transaction. */
 export function bindDialect(db: Db, dialect: Dialect): void {

@@ -26,7 +26,7 @@ export function createContextInner(opts: ContextInner): ContextInner {
   return opts;
 }
 
-export async function createContext({ req }: { req: Request }): Promise<ContextInner> {
+export async function createContext({ req }: { req: { headers: Headers } }): Promise<ContextInner> {
   const catalog = getCatalog();
   // Only a session cookie signs a user in; an Authorization header never does.
   const user = req.headers.has("cookie") ? await sessionUser(getAuth(), req.headers) : null;
