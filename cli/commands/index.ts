@@ -19,6 +19,7 @@ const MODULES = {
   worker: async () => (await import("./worker.ts")).registerWorker,
   restore: async () => (await import("./restore.ts")).registerRestore,
   verify: async () => (await import("./verify.ts")).registerVerify,
+  resume: async () => (await import("./resume.ts")).registerResume,
   pool: async () => (await import("./pool.ts")).registerPool,
 } satisfies Record<string, () => Promise<Register>>;
 
@@ -94,6 +95,12 @@ export const COMMANDS: Readonly<Record<string, TopCommand>> = {
     module: "verify",
     term: "verify [options] <dir>",
     description: "check that a checkout is exactly what a snapshot recorded: its HEAD and every file of its tree",
+  },
+  resume: {
+    module: "resume",
+    term: "resume [options]",
+    description:
+      "resume a task on this host: each recorded checkout continues in place when it is still its snapshot, else is restored into a pooled worktree",
   },
   pool: {
     module: "pool",

@@ -27,7 +27,7 @@ import type { RecordedSnapshot } from "./pool.ts";
  * - `missing`: no directory;
  * - `not-a-checkout`: something else, kept since nothing says it can go.
  */
-export type WorktreeCleanliness = "clean" | "dirty" | "marked" | "empty" | "missing" | "not-a-checkout";
+type WorktreeCleanliness = "clean" | "dirty" | "marked" | "empty" | "missing" | "not-a-checkout";
 
 export interface CleanlinessJudgement {
   state: WorktreeCleanliness;
