@@ -2,12 +2,21 @@
 // index of the recorded tree would show (assume-unchanged and skip-worktree entries, files
 // changed in the second their index was written, every index version), and it never writes the
 // checkout's own index.
+import { execFileSync } from "node:child_process";
 import { readFileSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { commitAll, git, initRepository, removeTemporaryDirectories, write } from "../testing/repos.ts";
+import {
+  commitAll,
+  git,
+  initRepository,
+  removeTemporaryDirectories,
+  temporaryDirectory,
+  write,
+} from "../testing/repos.ts";
+import { createGitRunner } from "./runner.ts";
+import { hasUncheckedEntries, seedIndexWithTree } from "./seeded-index.ts";
 import { compareWorktree } from "./worktree-drift.ts";
-import { hasUncheckedEntries } from "./seeded-index.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -38,6 +47,41 @@ describe("hasUncheckedEntries", () => {
     expect(hasUncheckedEntries(Buffer.from("not an index at all"), 20)).toBeNull();
     const { root } = committed();
     expect(hasUncheckedEntries(indexOf(root).subarray(0, 60), 20)).toBeNull();
+  });
+});
+
+/** Paths of an index whose entries carry stat data (`ls-files --debug` shows mtime 0:0 for none). */
+function onIndex(root: string, indexFile: string, args: string[]): string {
+  return execFileSync("git", args, { cwd: root, env: { ...process.env, GIT_INDEX_FILE: indexFile } }).toString();
+}
+
+function entriesWithStat(root: string, indexFile: string): string[] {
+  const out = onIndex(root, indexFile, ["ls-files", "--debug"]);
+  return out
+    .split(/\n(?=\S)/)
+    .filter((entry) => !/mtime: 0:0/.test(entry))
+    .map((entry) => entry.split("\n")[0]!);
+}
+
+describe("seedIndexWithTree", () => {
+  it("keeps the checkout's stat data for entries that hold the recorded content, also when files changed", async () => {
+    const { root, recorded } = committed();
+    // The recorded tree has another a.txt than the checkout's index, and the file changed since.
+    write(root, "a.txt", "a, edited after the commit\n");
+    write(root, "c.txt", "c, edited too\n");
+    git(root, ["status", "--porcelain"]);
+    const indexFile = join(temporaryDirectory(), "index");
+    const first = git(root, ["rev-parse", "HEAD~1^{tree}"]).trim();
+    await seedIndexWithTree(createGitRunner({ cwd: root }), {
+      gitDir: join(root, ".git"),
+      indexFile,
+      tree: first,
+      objectFormat: "sha1",
+    });
+    expect(onIndex(root, indexFile, ["write-tree"]).trim()).toBe(first);
+    // a.txt differs between the trees (no stat data); the others keep theirs.
+    expect(entriesWithStat(root, indexFile)).toEqual(["c.txt", "dir/b.txt"]);
+    expect(recorded.tree).not.toBe(first);
   });
 });
 

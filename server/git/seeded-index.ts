@@ -49,10 +49,13 @@ export function hasUncheckedEntries(index: Buffer, hashBytes: 20 | 32): boolean 
   return false;
 }
 
-/** A one-tree merge: the index becomes `tree`, keeping the stat data of entries that already hold it. */
+/**
+ * A one-tree merge: the index becomes `tree`, keeping the stat data of entries that already hold
+ * it. `-i`: the files are not consulted (a changed file is what the comparison is to find).
+ */
 function mergeTreeIntoIndex(indexFile: string, tree: string): GitCommand<void> {
   return {
-    args: ["-c", "core.splitIndex=false", "read-tree", "-m", oidArg(tree)],
+    args: ["-c", "core.splitIndex=false", "read-tree", "-i", "-m", oidArg(tree)],
     env: { GIT_INDEX_FILE: indexFile, GIT_OPTIONAL_LOCKS: "1" },
     parse: () => undefined,
   };
