@@ -79,6 +79,26 @@ const patchLinkSchema = z.object({
 });
 export type PatchLink = z.infer<typeof patchLinkSchema>;
 
+/**
+ * A file whose recorded blob git does not read back from its own checkout: the repository's
+ * attributes convert line endings (`text`, `eol`) and the blob still has a CRLF, so a restore
+ * writes the file's bytes verbatim instead of checking the blob out (server/git/verbatim-files.ts).
+ */
+const verbatimFileSchema = z.object({
+  /** Repository-relative path of a regular file of the tree. */
+  path: z.string().min(1).max(4096),
+  /** The blob the tree records for it. */
+  oid: objectIdSchema,
+  /** The line-ending attributes that applied when it was captured, e.g. `text eol=lf`. */
+  attributes: z.string().max(200),
+  /**
+   * The worktree's bytes, stored as a blob (sha256, size), when they are not the blob's own
+   * content; absent when the file holds the blob's content as it is (or was left out).
+   */
+  bytes: z.object({ digest: blobDigestSchema, size: z.number().int().nonnegative() }).optional(),
+});
+export type VerbatimFile = z.infer<typeof verbatimFileSchema>;
+
 const bundleRecordSchema = z.object({
   /** The bundle's layer; a bundle reused by a later capture keeps its uuid. */
   uuid: z.uuid(),
@@ -103,6 +123,8 @@ export const captureManifestSchema = z.object({
   patches: z.array(patchLinkSchema).max(1000),
   bundle: bundleRecordSchema.nullable(),
   omitted: z.array(omittedEntrySchema).max(100_000),
+  /** Files a restore writes verbatim, sorted by path (absent when there are none). */
+  verbatim: z.array(verbatimFileSchema).max(100_000).optional(),
   filters: z.object({
     autocrlf: z.string().max(20).nullable(),
     eol: z.string().max(20).nullable(),
@@ -120,17 +142,33 @@ export const captureManifestSchema = z.object({
 });
 export type CaptureManifest = z.infer<typeof captureManifestSchema>;
 
-/** Every blob a manifest needs: its patches, the files they carry whole, and its bundle. */
+/** The worktree bytes a manifest stores for files written verbatim. */
+function verbatimBytes(manifest: CaptureManifest): { digest: string; size: number }[] {
+  return (manifest.verbatim ?? []).flatMap((f) => (f.bytes ? [f.bytes] : []));
+}
+
+/**
+ * Every blob a manifest needs: its patches, the files they carry whole, its bundle, and the
+ * bytes of files written verbatim.
+ */
 export function manifestBlobDigests(manifest: CaptureManifest): string[] {
   const digests = manifest.patches.flatMap((p) => [p.digest, ...(p.files ?? []).map((f) => f.digest)]);
   if (manifest.bundle) digests.push(manifest.bundle.digest);
+  digests.push(...verbatimBytes(manifest).map((b) => b.digest));
   return [...new Set(digests)];
 }
 
 /** The content size a manifest's blobs add up to. */
 export function manifestContentBytes(manifest: CaptureManifest): number {
   const files = (p: PatchLink) => (p.files ?? []).reduce((sum, f) => sum + f.size, 0);
-  return manifest.patches.reduce((sum, p) => sum + p.size + files(p), 0) + (manifest.bundle?.size ?? 0);
+  const verbatim = verbatimBytes(manifest).reduce((sum, b) => sum + b.size, 0);
+  return manifest.patches.reduce((sum, p) => sum + p.size + files(p), 0) + (manifest.bundle?.size ?? 0) + verbatim;
+}
+
+/** The files written verbatim, as the "unchanged" test compares them (path and blob). */
+export function verbatimFilesDigest(files: readonly Pick<VerbatimFile, "path" | "oid">[] | undefined): string {
+  const canonical = JSON.stringify((files ?? []).map((f) => [f.path, f.oid]));
+  return createHash("sha256").update(canonical, "utf8").digest("hex");
 }
 
 function byPathThenReason(a: OmittedEntry, b: OmittedEntry): number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { branchNameProblem, remoteNameProblem, remoteUrlProblem } from "./restore-record.ts";
+import { branchNameProblem, remoteNameProblem, remoteUrlProblem, worktreePathProblem } from "./restore-record.ts";
 
 describe("remote URLs a restore accepts", () => {
   it.each([
@@ -47,5 +47,27 @@ describe("names", () => {
     for (const ok of ["origin", "origin-2", "team/mirror", "a.b_c"]) expect(remoteNameProblem(ok)).toBeNull();
     for (const bad of ["-x", "a b", "a\nb", "../x", "a/../b", "x.lock", ""])
       expect(remoteNameProblem(bad), bad).not.toBeNull();
+  });
+});
+
+describe("where a recorded file may be written", () => {
+  it("only inside the worktree, never in .git", () => {
+    for (const ok of ["a.txt", "fixtures/id_expression/input.js", "naïve café.txt", ".github/x", "a/.gitignore"]) {
+      expect(worktreePathProblem(ok), ok).toBeNull();
+    }
+    for (const bad of [
+      "",
+      "/etc/passwd",
+      "../x",
+      "a/../../x",
+      "a//b",
+      "./a",
+      "a/",
+      ".git/config",
+      "sub/.GIT/hooks/x",
+      "a\0b",
+    ]) {
+      expect(worktreePathProblem(bad), JSON.stringify(bad)).not.toBeNull();
+    }
   });
 });

@@ -164,9 +164,7 @@ function checkPatches(m: Obj, length: 40 | 64, format: "sha1" | "sha256"): void 
     uuid(link.uuid, `${at}.uuid`);
     if (link.parent !== null) uuid(link.parent, `${at}.parent`);
     digest(link.digest, `${at}.digest`);
-    if (typeof link.size !== "number" || !Number.isSafeInteger(link.size) || link.size < 0) {
-      throw invalid(`${at}.size`, "not a byte count");
-    }
+    byteCount(link.size, `${at}.size`);
     objectId(link.base, length, `${at}.base`);
     objectId(link.tree, length, `${at}.tree`);
     if (link.files !== undefined) checkWholeFiles(link.files, length, `${at}.files`);
@@ -194,10 +192,45 @@ function checkWholeFiles(value: unknown, length: 40 | 64, at: string): void {
     if (!isObj(file)) throw invalid(`${at}[${i}]`, "not an object");
     objectId(file.oid, length, `${at}[${i}].oid`);
     digest(file.digest, `${at}[${i}].digest`);
-    if (typeof file.size !== "number" || !Number.isSafeInteger(file.size) || file.size < 0) {
-      throw invalid(`${at}[${i}].size`, "not a byte count");
+    byteCount(file.size, `${at}[${i}].size`);
+  });
+}
+
+/** Why a recorded path cannot name a file inside the worktree, or null. */
+export function worktreePathProblem(path: string): string | null {
+  if (path.length === 0 || path.length > 4096) return "empty or too long";
+  if (path.includes("\u0000")) return "a NUL byte";
+  if (path.startsWith("/")) return "an absolute path";
+  for (const part of path.split("/")) {
+    if (part === "" || part === "." || part === "..") return "an empty, '.' or '..' component";
+    if (part.toLowerCase() === ".git") return "a .git component";
+  }
+  return null;
+}
+
+/** The files a restore writes verbatim (capture-manifest.ts): where, which blob, which bytes. */
+function checkVerbatim(value: unknown, length: 40 | 64): void {
+  if (value === undefined) return;
+  const paths = new Set<string>();
+  list(value, "verbatim", 100_000).forEach((file, i) => {
+    const at = `verbatim[${i}]`;
+    if (!isObj(file)) throw invalid(at, "not an object");
+    if (typeof file.path !== "string") throw invalid(`${at}.path`, "not a string");
+    const problem = worktreePathProblem(file.path);
+    if (problem) throw invalid(`${at}.path`, problem);
+    if (paths.has(file.path)) throw invalid(`${at}.path`, "a repeated path");
+    paths.add(file.path);
+    objectId(file.oid, length, `${at}.oid`);
+    if (file.bytes !== undefined) {
+      if (!isObj(file.bytes)) throw invalid(`${at}.bytes`, "not an object");
+      digest(file.bytes.digest, `${at}.bytes.digest`);
+      byteCount(file.bytes.size, `${at}.bytes.size`);
     }
   });
+}
+
+function byteCount(value: unknown, field: string): void {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw invalid(field, "not a byte count");
 }
 
 function checkBundle(m: Obj, length: 40 | 64): void {
@@ -232,6 +265,7 @@ export function checkRestoreRecord(record: RestoreRecord): CaptureManifest {
   checkRemotes(m.remotes);
   checkPatches(m, length, m.objectFormat);
   checkBundle(m, length);
+  checkVerbatim(m.verbatim, length);
   list(m.omitted, "omitted", 100_000).forEach((entry, i) => {
     if (!isObj(entry)) throw invalid(`omitted[${i}]`, "not an object");
     if (entry.commits !== undefined) {

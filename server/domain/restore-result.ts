@@ -159,6 +159,11 @@ export function nextStepFor(
      * itself holds the unpushed commits).
      */
     missingBase?: readonly string[];
+    /**
+     * Files whose recorded blob the repository's own attributes do not read back, which the
+     * snapshot holds no bytes of (captured before such files were recorded byte for byte).
+     */
+    convertedByRepository?: readonly string[];
   },
 ): string {
   const orPush =
@@ -200,6 +205,14 @@ export function nextStepFor(
         `re-apply the changes to ${facts.paths.length > 0 ? facts.paths.slice(0, 5).join(", ") : "the listed files"} by hand.`
       );
     case "TREE_MISMATCH":
+      if (facts.convertedByRepository && facts.convertedByRepository.length > 0) {
+        return (
+          `The repository's own .gitattributes (text, eol) change the recorded content of ` +
+          `${facts.convertedByRepository.slice(0, 5).join(", ")} whenever git reads it back, on every host, and the ` +
+          `snapshot holds no copy of those files' bytes. Capture the checkout again (a capture now records such files ` +
+          `byte for byte), then restore the new snapshot.`
+        );
+      }
       return (
         `The files written differ from the recorded content (checkout filters or line-ending settings on this host?). ` +
         `Compare ${facts.paths.slice(0, 5).join(", ") || "the worktree"} with the snapshot, or restore on a host without ` +

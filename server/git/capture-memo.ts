@@ -18,6 +18,13 @@ export const captureMemoSchema = z.object({
       denied: z.array(z.tuple([z.string(), z.array(z.string())])),
     })
     .optional(),
+  verbatim: z
+    .object({
+      tree: z.string(),
+      key: z.string(),
+      files: z.array(z.object({ path: z.string(), oid: z.string(), attributes: z.string() })),
+    })
+    .optional(),
 });
 
 function digest(value: unknown): string {

@@ -1,8 +1,10 @@
+import { createHash } from "node:crypto";
 import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CaptureManifest, OmittedEntry } from "../domain/capture-manifest.ts";
 import { captureCheckout, type CaptureOptions, type CaptureResult } from "./capture.ts";
+import { crlfBeforeTextAttribute, FAKE_SECRET, parserFixturesCheckout } from "../testing/checkouts.ts";
 import {
   addOrigin,
   commitAll,
@@ -12,6 +14,7 @@ import {
   initRepository,
   remove,
   removeTemporaryDirectories,
+  spyGit,
   symlink,
   temporaryDirectory,
   treeFromPatches,
@@ -329,6 +332,104 @@ describe("a repository without commits", () => {
   });
 });
 
+describe("files whose bytes the repository's line-ending attributes do not read back", () => {
+  const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
+  const paths = (manifest: CaptureManifest) => (manifest.verbatim ?? []).map((f) => f.path);
+
+  it("records their bytes beside the blob git stores, whichever way the capture finds them", async () => {
+    const root = initRepository({
+      ".gitattributes": "* text eol=lf\n*.png binary\n",
+      "img/logo.png": Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      "src/plain.js": "plain\n",
+    });
+    addOrigin(root);
+    const bytes = "ab\r\r\ncd\r\n";
+    write(root, "data.bin", bytes);
+    write(root, "src/windows.js", "crlf only\r\n");
+
+    const { manifest, artifacts } = await capture(root);
+    // The tree holds what `git add` stores (capture() compares it with git add -A): a blob
+    // that still has a CRLF, which no checkout reads back as itself.
+    expect(git(root, ["cat-file", "-p", `${manifest.tree}:data.bin`])).toBe("ab\r\ncd\n");
+    expect(manifest.verbatim).toEqual([
+      {
+        path: "data.bin",
+        oid: git(root, ["rev-parse", `${manifest.tree}:data.bin`]).trim(),
+        attributes: "text eol=lf",
+        bytes: { digest: sha256(bytes), size: bytes.length },
+      },
+    ]);
+    expect(artifacts.get(sha256(bytes))?.toString("latin1")).toBe(bytes);
+    expect((await captureUntouched(root, { previous: manifest })).outcome).toBe("unchanged");
+
+    // A capture without the last one's answers searches the whole tree and finds the same.
+    const fresh = await capture(root, { cacheDir: temporaryDirectory("strata-cache-") });
+    expect(fresh.manifest.verbatim).toEqual(manifest.verbatim);
+
+    // Committed, the file keeps its bytes (its blob is HEAD's now); rewritten plainly, it needs none.
+    commitAll(root, "data.bin with CR bytes");
+    const committed = await capture(root, { previous: manifest });
+    expect(committed.manifest.verbatim).toEqual(manifest.verbatim);
+    write(root, "data.bin", "ab\ncd\n");
+    write(root, "src/plain.js", "x\r\r\ny\n");
+    const rewritten = await capture(root, { previous: committed.manifest });
+    expect(paths(rewritten.manifest)).toEqual(["src/plain.js"]);
+  });
+
+  it("has git search changed blobs too large to read at once", async () => {
+    const root = initRepository({ ".gitattributes": "* text eol=lf\n", "a.txt": "a\n" });
+    addOrigin(root);
+    write(root, "a.txt", "a2\n");
+    const first = await capture(root);
+    expect(first.manifest.verbatim).toBeUndefined();
+    write(root, "big.txt", `${"x".repeat(200)}\r\r\n`);
+    commitAll(root, "a large file with CR bytes");
+    const spy = spyGit();
+    const next = await capture(root, { previous: first.manifest, maxSnapshotBytes: 50, gitPath: spy.gitPath });
+    expect(paths(next.manifest)).toEqual(["big.txt"]);
+    expect(spy.calls().some((c) => / grep [\s\S]* -- big\.txt$/.test(c))).toBe(true);
+  });
+
+  it("lists a file committed with CRLF before the attribute without storing its bytes", async () => {
+    const root = crlfBeforeTextAttribute();
+    const result = await captureUntouched(root);
+    if (result.outcome !== "captured") throw new Error(`expected a capture, got ${result.outcome}`);
+    expect(result.manifest.tree).toBe(git(root, ["rev-parse", "HEAD^{tree}"]).trim());
+    expect(result.manifest.verbatim).toEqual([
+      { path: "legacy.txt", oid: git(root, ["rev-parse", "HEAD:legacy.txt"]).trim(), attributes: "text" },
+    ]);
+    expect(result.artifacts.size).toBe(0);
+  });
+
+  it("never stores the bytes of a file the capture leaves out", async () => {
+    const root = initRepository({
+      ".gitattributes": "* text eol=lf\n",
+      ".env.test": "A=1\r\r\n",
+      // Unchanged since its commit, but its bytes are not its blob's: still never stored.
+      "notes/private.md": `${SECRET}\r\r\n`,
+    });
+    addOrigin(root);
+    write(root, ".env.test", `A=${SECRET}\r\r\n`);
+    write(root, ".strata/snapshot-ignore", "notes/\n");
+    const { manifest, artifacts } = await capture(root);
+    expect(omittedAs(manifest, "denied")).toEqual([".env.test"]);
+    expect(manifest.verbatim?.map((f) => [f.path, f.bytes])).toEqual([
+      [".env.test", undefined],
+      ["notes/private.md", undefined],
+    ]);
+    expect(allBytes(artifacts).includes(SECRET)).toBe(false);
+  });
+
+  it("costs no git call where no attribute file mentions line endings", async () => {
+    const root = initRepository({ "a.txt": "a\r\r\n", ".gitattributes": "*.psd -diff\n" });
+    write(root, "a.txt", "b\r\r\n");
+    const spy = spyGit();
+    const { manifest } = await capture(root, { gitPath: spy.gitPath });
+    expect(manifest.verbatim).toBeUndefined();
+    expect(spy.calls().filter((c) => / grep |check-attr/.test(c))).toEqual([]);
+  });
+});
+
 describe("history that has not been pushed", () => {
   it("leaves the bundle out when an unpushed commit adds a secret, naming commits and paths", async () => {
     const root = initRepository({ "a.txt": "a\n" });
@@ -355,19 +456,8 @@ describe("history that has not been pushed", () => {
   });
 
   it("bundles unpushed commits under id_* directories (parser fixtures) and keeps SSH key files out", async () => {
-    const fixtures = "packages/parser/test/fixtures/placeholders";
-    const root = initRepository({
-      [`${fixtures}/expression/id_expression/input.js`]: "%%x%%;\n",
-      [`${fixtures}/statement/id_statement/input.js`]: "%%x%%\n",
-    });
-    addOrigin(root);
-    write(root, `${fixtures}/declaration/id_declaration/input.js`, "function %%x%%() {}\n");
-    const local = commitAll(root, "an unpushed fixture under id_declaration/");
-    write(root, `${fixtures}/expression/id_expression/input.js`, "%%y%%;\n");
-    write(root, `${fixtures}/statement/id_statement/output.json`, "{}\n");
-    for (const key of [".ssh/id_ed25519", ".ssh/id_deploy", `${fixtures}/id_statement/id_rsa`]) {
-      write(root, key, `${SECRET} in ${key}\n`);
-    }
+    const { root, fixtures, unpushed: local } = parserFixturesCheckout();
+    for (const key of [".ssh/id_deploy", `${fixtures}/id_statement/id_rsa`]) write(root, key, `${SECRET} in ${key}\n`);
 
     const { manifest, artifacts } = await capture(root);
     expect(manifest.bundle?.commits).toEqual([local]);
@@ -380,6 +470,7 @@ describe("history that has not been pushed", () => {
     );
     expect(treeEntry(root, manifest.tree, `${fixtures}/statement/id_statement/output.json`)).not.toBe("");
     expect(allBytes(artifacts).includes(SECRET)).toBe(false);
+    expect(allBytes(artifacts).includes(FAKE_SECRET)).toBe(false);
 
     // A key file committed under such a directory still keeps the whole history out.
     git(root, ["add", `${fixtures}/id_statement/id_rsa`]);

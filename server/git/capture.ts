@@ -13,6 +13,7 @@ import {
   captureManifestSchema,
   omittedFilesDigest,
   sortOmitted,
+  verbatimFilesDigest,
   type CaptureManifest,
   type OmittedEntry,
 } from "../domain/capture-manifest.ts";
@@ -49,6 +50,13 @@ import {
   type SnapshotWriter,
 } from "./snapshot-ref.ts";
 import { statusCommand, type StatusEntry, type StatusReport } from "./status.ts";
+import {
+  attributesKey,
+  findVerbatimFiles,
+  hostAttributeTexts,
+  readVerbatimBytes,
+  type VerbatimCandidate,
+} from "./verbatim-files.ts";
 import { SUBMODULE_CHECK_MS, submoduleOmissions } from "./submodules.ts";
 
 export interface CaptureOptions {
@@ -143,11 +151,29 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
     const omitted = sortOmitted([...built.omitted, ...(await submodules)]);
     const { head, branch, tree } = built;
 
+    const configuration = configPairs(git, layout, privateIndex);
+    let attributeTexts: Promise<string[]> | null = null;
+    const treeAttributeTexts = () =>
+      (attributeTexts ??= attributeFiles(git, privateIndex, built.attributesChanged).then((paths) =>
+        readAttributeFiles(layout.root, layout.commonDir, paths),
+      ));
+    const verbatim = verbatimCandidates(
+      git,
+      layout,
+      privateIndex,
+      tree,
+      configuration,
+      treeAttributeTexts,
+      maxBytes * 4,
+    );
+    verbatim.catch(() => undefined);
+
     if (
       previous &&
       previous.head === head &&
       previous.tree === tree &&
-      omittedFilesDigest(previous.omitted) === omittedFilesDigest(omitted)
+      omittedFilesDigest(previous.omitted) === omittedFilesDigest(omitted) &&
+      verbatimFilesDigest(previous.verbatim) === verbatimFilesDigest(await verbatim)
     ) {
       await built.patch?.catch(() => undefined);
       if (snapshot && refName) await keepSnapshotRef(git, layout, snapshot, refName, previous, tree, head, now());
@@ -155,23 +181,23 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
       return { outcome: "unchanged", manifest: previous };
     }
 
-    const configuration = configPairs(git, layout, privateIndex);
-    const attributeTexts = attributeFiles(git, privateIndex, built.attributesChanged).then((paths) =>
-      readAttributeFiles(layout.root, layout.commonDir, paths),
-    );
+    const verbatimFiles = verbatim.then((files) => verbatimBytes(git, layout, privateIndex, files, omitted, s));
     const unpushed = unpushedHistory(git, layout, privateIndex, head).then((history) =>
       bundleUnpushed(git, { unpushed: history, previous, maxBytes }),
     );
     // The state for the next capture is complete once these three have remembered their
     // answers: it is saved while the patch and the snapshot commit finish.
-    const saved = Promise.all([configuration, attributeTexts, unpushed]).then(() => privateIndex.save(tree));
-    const [snapshotCommit, config, attributes, environment, bundle, pending] = await Promise.all([
+    const saved = Promise.all([configuration, treeAttributeTexts(), unpushed, verbatim]).then(() =>
+      privateIndex.save(tree),
+    );
+    const [snapshotCommit, config, attributes, environment, bundle, pending, written] = await Promise.all([
       snapshot ? snapshot.write({ tree, head, now: now() }) : Promise.resolve(null),
       configuration,
-      attributeTexts,
+      treeAttributeTexts(),
       environmentDigest(layout.root),
       unpushed,
       built.patch ?? patchTo(head, { tree }),
+      verbatimFiles,
       saved,
     ]);
     const chain = completeChain(pending, tree);
@@ -179,6 +205,7 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
     const artifacts = new Map<string, Buffer>();
     for (const artifact of chain.artifacts) artifacts.set(artifact.digest, artifact.bytes);
     if (bundle.bundle && bundle.bytes) artifacts.set(bundle.bundle.digest, bundle.bytes);
+    for (const [digest, bytes] of written.artifacts) artifacts.set(digest, bytes);
 
     const manifest = captureManifestSchema.parse({
       version: 1,
@@ -191,6 +218,7 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
       patches: chain.patches,
       bundle: bundle.bundle,
       omitted: sortOmitted([...omitted, ...bundle.omitted]),
+      ...(written.entries.length > 0 ? { verbatim: written.entries } : {}),
       filters: recordedFilters(config, attributes),
       envHash: environment.envHash,
       envFiles: environment.envFiles,
@@ -230,10 +258,12 @@ async function keepSnapshotRef(
 
 // --- what earlier captures already know ------------------------------------------------------------
 
-const CONFIG_PATTERN = `^(remote\\..+\\.url|${FILTER_CONFIG_PATTERN.slice(2, -2)})$`;
+const CONFIG_PATTERN = `^(remote\\..+\\.url|core\\.attributesfile|${FILTER_CONFIG_PATTERN.slice(2, -2)})$`;
 
 async function configPairs(git: GitRunner, layout: RepositoryLayout, privateIndex: PrivateIndex) {
-  const key = await configKey(layout);
+  const files = await configKey(layout);
+  // The pattern is part of the key: pairs read for another pattern are not reused.
+  const key = files === null ? null : `${CONFIG_PATTERN}\n${files}`;
   const known = privateIndex.state.memo.config;
   if (key !== null && known?.key === key) return known.pairs;
   const pairs = await git.run(configMatching(CONFIG_PATTERN));
@@ -247,6 +277,49 @@ async function attributeFiles(git: GitRunner, privateIndex: PrivateIndex, change
   const paths = await git.run(attributeFilesIn(privateIndex.indexFile));
   privateIndex.remember({ attributeFiles: paths });
   return paths;
+}
+
+/** Files of the tree whose blob a checkout does not read back (verbatim-files.ts). */
+async function verbatimCandidates(
+  git: GitRunner,
+  layout: RepositoryLayout,
+  privateIndex: PrivateIndex,
+  tree: string,
+  configuration: Promise<Array<[string, string]>>,
+  treeAttributeTexts: () => Promise<string[]>,
+  maxBytes: number,
+): Promise<VerbatimCandidate[]> {
+  const host = await hostAttributeTexts(layout, await configuration);
+  const found = await findVerbatimFiles(git, {
+    indexFile: privateIndex.indexFile,
+    tree,
+    key: attributesKey(host),
+    known: privateIndex.state.memo.verbatim,
+    attributeTexts: async () => [...(await treeAttributeTexts()), ...host],
+    maxBytes,
+  });
+  privateIndex.remember({ verbatim: found });
+  return found.files;
+}
+
+/** Their manifest entries and stored bytes; never the bytes of a file the capture left out. */
+async function verbatimBytes(
+  git: GitRunner,
+  layout: RepositoryLayout,
+  privateIndex: PrivateIndex,
+  files: VerbatimCandidate[],
+  omitted: readonly OmittedEntry[],
+  s: Settings,
+) {
+  if (files.length === 0) return { entries: [], artifacts: new Map<string, Buffer>() };
+  const paths = files.map((f) => f.path);
+  const ignored = await snapshotIgnoredPaths(git, layout.root, privateIndex.dir, privateIndex.state.ignoreCase, paths);
+  const leftOut = new Set([...omitted.map((o) => o.path), ...ignored]);
+  return readVerbatimBytes(layout.root, files, {
+    leftOut,
+    maxFileBytes: s.maxFileBytes,
+    objectFormat: layout.objectFormat,
+  });
 }
 
 async function unpushedHistory(

@@ -3,11 +3,17 @@ import { describe, expect, it } from "vitest";
 import { isStrataError } from "../domain/errors.ts";
 import {
   blobContents,
+  changedFilesBetween,
   commitText,
   configMatching,
   fetchBranch,
   ignoredPaths,
+  indexFileEntries,
+  lineEndingAttributes,
   oidArg,
+  parseRawDiff,
+  pathGroups,
+  pathsWithCarriageReturns,
   parseTouchedPaths,
   pathsTouchedBy,
   resolveCommit,
@@ -269,5 +275,62 @@ describe("parsers", () => {
     const moves = updateRefs(refUpdate("refs/strata/snapshots/a/b", A));
     expect(moves.args).toEqual(["-c", "core.hooksPath=/dev/null", "update-ref", "--no-deref", "--stdin", "-z"]);
     expect(moves.input).toBe(`update refs/strata/snapshots/a/b\u0000${A}\u0000\u0000`);
+  });
+});
+
+describe("line endings the repository converts", () => {
+  it("searches the index for lines ending in CR, everywhere or in literal paths", () => {
+    const everywhere = pathsWithCarriageReturns("/tmp/index", null);
+    expect(everywhere.args).toContain("--cached");
+    expect(everywhere.args.at(-1)).toBe("\r$");
+    expect(everywhere.env).toEqual({ GIT_INDEX_FILE: "/tmp/index" });
+    const some = pathsWithCarriageReturns("/tmp/index", ["a*b.txt", "--force"]);
+    expect(some.args[0]).toBe("--literal-pathspecs");
+    expect(some.args.slice(-3)).toEqual(["--", "a*b.txt", "--force"]);
+    expect(some.parse(output("a*b.txt\0--force\0"))).toEqual(["a*b.txt", "--force"]);
+    expect(some.okExitCodes).toContain(1);
+  });
+
+  it("keeps each group of path arguments small", () => {
+    const paths = Array.from({ length: 5000 }, (_, i) => `packages/fixtures/case-${i}/input.js`);
+    const groups = pathGroups(paths);
+    expect(groups.flat()).toEqual(paths);
+    expect(groups.length).toBeGreaterThan(1);
+    for (const group of groups) expect(group.join(" ").length).toBeLessThan(64 * 1024);
+    expect(pathGroups([])).toEqual([]);
+  });
+
+  it("reads check-attr's triplets, by path", () => {
+    const call = lineEndingAttributes("/tmp/index", ["a b.txt", "c"]);
+    expect(call.args).toEqual(["check-attr", "--cached", "-z", "--stdin", "text", "eol", "crlf"]);
+    expect(call.input).toBe("a b.txt\0c\0");
+    const parsed = call.parse(output("a b.txt\0text\0set\0a b.txt\0eol\0lf\0c\0text\0unspecified\0"));
+    expect(parsed.get("a b.txt")).toEqual({ text: "set", eol: "lf" });
+    expect(parsed.get("c")).toEqual({ text: "unspecified" });
+  });
+
+  it("reads stage-0 index entries and raw tree differences", () => {
+    const entries = indexFileEntries("/tmp/index").parse(
+      output([`100644 ${A} 0\ta.txt`, `100644 ${B} 1\tconflict`, `120000 ${B} 0\tlink`, ""].join("\u0000")),
+    );
+    expect([...entries.keys()]).toEqual(["a.txt", "link"]);
+    expect(entries.get("a.txt")).toEqual({ mode: "100644", oid: A, path: "a.txt" });
+
+    expect(changedFilesBetween(A, B).args).toEqual(["diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", A, B]);
+    const zero = "0".repeat(40);
+    expect(
+      parseRawDiff([
+        `:000000 100644 ${zero} ${A} A`,
+        "new file.txt",
+        `:100644 100755 ${A} ${B} M`,
+        "bin/tool",
+        `:100644 000000 ${A} ${zero} D`,
+        "gone",
+      ]),
+    ).toEqual([
+      { path: "new file.txt", mode: "100644", oid: A },
+      { path: "bin/tool", mode: "100755", oid: B },
+      { path: "gone", mode: "000000", oid: null },
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 // Git calls as plain data: each function builds the arguments of one call and says how to read
 // its answer. Nothing here runs git, so every builder and parser is unit-tested on its own.
+import { splitByBudget } from "../domain/content.ts";
 import { StrataError } from "../domain/errors.ts";
 import {
   decodeUtf8,
@@ -170,6 +171,110 @@ export function treeEntries(treeish: string, paths: readonly string[]): GitComma
         return { mode, oid, path: record.slice(tab + 1) };
       }),
   };
+}
+
+// --- line endings the repository converts ------------------------------------------------------
+
+/** Keeps an argument list well under the kernel's limit when paths are passed as arguments. */
+const ARGUMENT_BYTES = 64 * 1024;
+
+/** Splits paths into groups whose total length stays under ARGUMENT_BYTES. */
+export function pathGroups(paths: readonly string[]): string[][] {
+  return splitByBudget(paths, (path) => Buffer.byteLength(path) + 1, Infinity, ARGUMENT_BYTES);
+}
+
+/**
+ * Paths whose blob in the index has a line that ends in CR: a CRLF line ending (or a CR at the
+ * very end). Searched by git itself, in every blob of the index or in these paths only; binary
+ * files count like any other (an explicit `text` attribute converts them too).
+ */
+export function pathsWithCarriageReturns(indexFile: string, paths: readonly string[] | null): GitCommand<string[]> {
+  return {
+    args: [
+      "--literal-pathspecs",
+      "grep",
+      "--cached",
+      "-l",
+      "-z",
+      "--full-name",
+      "--no-color",
+      "--no-textconv",
+      "-G",
+      "-e",
+      // A carriage return (the byte itself) at the end of a line.
+      "\r$",
+      ...(paths ? pathArgs(paths) : []),
+    ],
+    env: { GIT_INDEX_FILE: indexFile },
+    // 1: no line ends in CR.
+    okExitCodes: [0, 1],
+    parse: (out) => splitNul(out.stdout),
+  };
+}
+
+/** The line-ending attributes of each path, read with the .gitattributes files the index holds. */
+export function lineEndingAttributes(
+  indexFile: string,
+  paths: readonly string[],
+): GitCommand<Map<string, Record<string, string>>> {
+  return {
+    args: ["check-attr", "--cached", "-z", "--stdin", "text", "eol", "crlf"],
+    env: { GIT_INDEX_FILE: indexFile },
+    input: nulInput(paths),
+    parse: (out) => {
+      const fields = splitNul(out.stdout);
+      const attributes = new Map<string, Record<string, string>>();
+      for (let i = 0; i + 2 < fields.length; i += 3) {
+        const [path = "", name = "", value = ""] = fields.slice(i, i + 3);
+        attributes.set(path, { ...attributes.get(path), [name]: value });
+      }
+      return attributes;
+    },
+  };
+}
+
+/** Every stage-0 file entry of an index (`ls-files -s`), by path. */
+export function indexFileEntries(indexFile: string): GitCommand<Map<string, IndexEntry>> {
+  return {
+    args: ["ls-files", "-s", "-z"],
+    env: { GIT_INDEX_FILE: indexFile },
+    parse: (out) => {
+      const entries = new Map<string, IndexEntry>();
+      for (const record of splitNul(out.stdout)) {
+        const tab = record.indexOf("\t");
+        const [mode = "", oid = "", stage = ""] = record.slice(0, tab).split(" ");
+        const path = record.slice(tab + 1);
+        if (stage === "0") entries.set(path, { mode, oid, path });
+      }
+      return entries;
+    },
+  };
+}
+
+/** A file a tree comparison found added, changed or deleted (mode 0 and no oid when deleted). */
+export interface ChangedFile {
+  path: string;
+  mode: string;
+  oid: string | null;
+}
+
+/** The files that differ between two trees (no renames), with their entries in the second. */
+export function changedFilesBetween(from: string, to: string): GitCommand<ChangedFile[]> {
+  return {
+    args: ["diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", oidArg(from), oidArg(to)],
+    parse: (out) => parseRawDiff(splitNul(out.stdout)),
+  };
+}
+
+export function parseRawDiff(records: readonly string[]): ChangedFile[] {
+  const files: ChangedFile[] = [];
+  for (let i = 0; i + 1 < records.length; i += 2) {
+    const [, mode = "", , oid = "", status = ""] = (records[i] ?? "").split(" ");
+    const path = records[i + 1] ?? "";
+    const deleted = status.startsWith("D");
+    files.push({ path, mode: deleted ? "000000" : mode, oid: deleted ? null : oid });
+  }
+  return files;
 }
 
 // --- ignore rules ------------------------------------------------------------------------------

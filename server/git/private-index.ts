@@ -41,6 +41,7 @@ interface PrivateIndexState {
  * `config`: remote URLs and filter settings, keyed by the configuration files' text.
  * `attributeFiles`: the .gitattributes files the index holds (dropped when it is rebuilt).
  * `unpushed`: unpushed commits and their denied paths, keyed by HEAD and the remote-tracking refs.
+ * `verbatim`: the files a restore writes verbatim, for a tree and the attribute files outside it.
  */
 type CaptureMemo = z.infer<typeof captureMemoSchema>;
 

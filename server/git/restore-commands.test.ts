@@ -9,6 +9,8 @@ import {
   initRestoreRepository,
   parseNeedsUpdate,
   setConfig,
+  setIndexEntriesAfresh,
+  treeFiles,
   unbundle,
 } from "./restore-commands.ts";
 import { fetchableRemotes, parseBundleHeader } from "./restore-history.ts";
@@ -94,5 +96,25 @@ describe("restore git calls as data", () => {
       "git@host:a.git",
       "https://host/a.git",
     ]);
+  });
+});
+
+describe("the calls behind files written verbatim", () => {
+  it("lists a tree's files and sets index entries afresh, with the restore's settings", () => {
+    const files = treeFiles(OID);
+    expect(files.args).toEqual(expect.arrayContaining(["core.hooksPath=/dev/null", "ls-tree", "-r", "-z", OID]));
+    const parsed = files.parse({
+      stdout: Buffer.from(`100644 blob ${OID}\tdata.bin\u0000100755 blob ${OID}\tbin/a b\u0000`),
+      stderr: "",
+      exitCode: 0,
+    });
+    expect([...parsed]).toEqual([
+      ["data.bin", { mode: "100644", oid: OID }],
+      ["bin/a b", { mode: "100755", oid: OID }],
+    ]);
+    const afresh = setIndexEntriesAfresh("/tmp/index", [{ mode: "100644", oid: OID, path: "data.bin" }]);
+    expect(afresh.args).toEqual(expect.arrayContaining(["core.fsmonitor=false", "update-index", "--index-info"]));
+    expect(afresh.input).toBe(`100644 ${OID}\tdata.bin\u0000`);
+    expect(afresh.env).toMatchObject({ GIT_INDEX_FILE: "/tmp/index" });
   });
 });

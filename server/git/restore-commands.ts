@@ -3,7 +3,7 @@
 // restore has no side effect beyond the directory it builds.
 import { StrataError } from "../domain/errors.ts";
 import { oidArg, QUIET_FETCH } from "./commands.ts";
-import { decodeUtf8, pathArgs, refArg, type GitCommand } from "./runner.ts";
+import { decodeUtf8, nulInput, pathArgs, refArg, splitNul, type GitCommand } from "./runner.ts";
 
 /** Settings for every call in a staging repository. */
 const RESTORE_CONFIG = [
@@ -164,6 +164,35 @@ export function parseNeedsUpdate(text: string): string[] {
     .split("\n")
     .filter((line) => line.endsWith(suffix))
     .map((line) => line.slice(0, -suffix.length));
+}
+
+/** Sets index entries afresh (no stat data), so git reads those files again before trusting them. */
+export function setIndexEntriesAfresh(
+  indexFile: string,
+  entries: ReadonlyArray<{ mode: string; oid: string; path: string }>,
+): GitCommand<void> {
+  return {
+    args: [...RESTORE_CONFIG, "update-index", "-z", "--index-info"],
+    env: onIndex(indexFile),
+    input: nulInput(entries.map((e) => `${e.mode} ${oidArg(e.oid)}\t${e.path}`)),
+    parse: () => undefined,
+  };
+}
+
+/** Every file entry of a tree, recursively (`ls-tree -r`), by path. */
+export function treeFiles(tree: string): GitCommand<Map<string, { mode: string; oid: string }>> {
+  return {
+    args: [...RESTORE_CONFIG, "ls-tree", "-r", "-z", "--full-tree", oidArg(tree)],
+    parse: (out) => {
+      const files = new Map<string, { mode: string; oid: string }>();
+      for (const record of splitNul(out.stdout)) {
+        const tab = record.indexOf("\t");
+        const [mode = "", , oid = ""] = record.slice(0, tab).split(" ");
+        files.set(record.slice(tab + 1), { mode, oid });
+      }
+      return files;
+    },
+  };
 }
 
 /** The commit's tree. */

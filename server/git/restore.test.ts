@@ -1,6 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
 import {
-  chmodSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -21,13 +20,20 @@ import { memoryBlobSource } from "./restore-blobs.ts";
 import { filesDifferingFromIndex } from "./restore-commands.ts";
 import { filesDifferingFromBlobs, restoreWorktree, type RestoreOptions } from "./restore.ts";
 import { createGitRunner } from "./runner.ts";
-import { captureInto, CHECKOUT_FIXTURES, FAKE_SECRET, unpushedOnMovedRemote } from "../testing/checkouts.ts";
+import {
+  captureInto,
+  CHECKOUT_FIXTURES,
+  crlfBeforeTextAttribute,
+  FAKE_SECRET,
+  unpushedOnMovedRemote,
+} from "../testing/checkouts.ts";
 import {
   addOrigin,
   commitAll,
   git,
   initRepository,
   removeTemporaryDirectories,
+  spyGit,
   temporaryDirectory,
   write,
 } from "../testing/repos.ts";
@@ -44,6 +50,17 @@ function secondMachine() {
 
 function options(blobs: Map<string, Buffer>, stateDir: string, extra: Partial<RestoreOptions> = {}): RestoreOptions {
   return { blobs: memoryBlobSource(blobs), stateDir, ...extra };
+}
+
+/** Restores a record on a new "second machine". */
+async function restoreElsewhere(manifest: unknown, blobs: Map<string, Buffer>, extra: Partial<RestoreOptions> = {}) {
+  const machine = secondMachine();
+  const report = await restoreWorktree(
+    { snapshotId: SNAPSHOT_ID, manifest },
+    machine.into,
+    options(blobs, machine.stateDir, extra),
+  );
+  return { into: machine.into, report };
 }
 
 /** Output of a git call that may fail (then ""). */
@@ -97,6 +114,11 @@ describe("restoring every capture fixture on a second machine", () => {
         basis: "recorded-head",
       });
       expectRecorded(machine.into, captured.manifest);
+      // Files the repository's attributes do not read back hold the capturing machine's bytes.
+      for (const file of captured.manifest.verbatim ?? []) {
+        if (file.bytes)
+          expect(readFileSync(join(machine.into, file.path))).toEqual(readFileSync(join(captured.root, file.path)));
+      }
       // No staging directory or crash record is left.
       expect(readdirSync(join(machine.into, ".."))).toEqual(["restored"]);
       expect(readdirSync(join(machine.stateDir, "restores"))).toEqual([]);
@@ -115,16 +137,6 @@ describe("restoring every capture fixture on a second machine", () => {
 });
 
 // --- refusals: nothing runs, nothing is written ----------------------------------------------------
-
-/** A git executable that logs every start, so a test can prove that none happened. */
-function spyGit() {
-  const dir = temporaryDirectory("strata-spy-");
-  const log = join(dir, "calls.log");
-  const path = join(dir, "git");
-  writeFileSync(path, `#!/bin/sh\necho "$1" >> "${log}"\nexec git "$@"\n`);
-  chmodSync(path, 0o755);
-  return { gitPath: path, calls: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : []) };
-}
 
 const HEAD = "1".repeat(40);
 const TREE = "2".repeat(40);
@@ -221,6 +233,26 @@ const MALFORMED: Array<[string, string, string, Record<string, unknown>]> = [
     "bundle.commits[0]",
     "4444",
     validManifest({ bundle: { digest: "b".repeat(64), size: 1, commits: ["4".repeat(40)] } }),
+  ],
+  [
+    "a verbatim file outside the worktree",
+    "verbatim[0].path",
+    "../../etc",
+    validManifest({ verbatim: [{ path: "../../etc/passwd", oid: "5".repeat(40), attributes: "text" }] }),
+  ],
+  [
+    "a verbatim file inside .git",
+    "verbatim[0].path",
+    "hooks/post",
+    validManifest({ verbatim: [{ path: ".GIT/hooks/post-checkout", oid: "5".repeat(40), attributes: "text" }] }),
+  ],
+  [
+    "verbatim bytes that are not a sha256",
+    "verbatim[0].bytes.digest",
+    "qqqq",
+    validManifest({
+      verbatim: [{ path: "a.txt", oid: "5".repeat(40), attributes: "", bytes: { digest: "qqqq", size: 1 } }],
+    }),
   ],
   ["an unknown object format", "objectFormat", "sha3", validManifest({ objectFormat: "sha3" })],
   ["an unknown version", "version", "99", validManifest({ version: 99 })],
@@ -458,12 +490,7 @@ describe("the closest commit and nothing", () => {
     const captured = await unpushedOnMovedRemote();
     const bundled = captured.manifest.bundle!.commits;
     expect(bundled).toHaveLength(3);
-    const machine = secondMachine();
-    const report = await restoreWorktree(
-      { snapshotId: SNAPSHOT_ID, manifest: captured.manifest },
-      machine.into,
-      options(captured.blobs, machine.stateDir),
-    );
+    const { report } = await restoreElsewhere(captured.manifest, captured.blobs);
     expect(report.path).toBeNull();
     expect(report.result).toMatchObject({
       status: "unrestored",
@@ -476,13 +503,8 @@ describe("the closest commit and nothing", () => {
     for (const commit of bundled) expect(nextStep).not.toContain(commit.slice(0, 12));
 
     // The base is all that was missing: a host that has it restores everything from the bundle.
-    const again = secondMachine();
-    const restored = await restoreWorktree(
-      { snapshotId: SNAPSHOT_ID, manifest: captured.manifest },
-      again.into,
-      options(captured.blobs, again.stateDir, { objectStore: captured.root }),
-    );
-    expect(restored.result.status).toBe("restored");
+    const again = await restoreElsewhere(captured.manifest, captured.blobs, { objectStore: captured.root });
+    expect(again.report.result.status).toBe("restored");
     expect(inspect(again.into)).toMatchObject({ tree: captured.manifest.tree, head: captured.manifest.head });
   });
 
@@ -520,6 +542,54 @@ describe("the closest commit and nothing", () => {
     );
     expect(exact.code).toBe("BLOB_MISSING");
     expect(readdirSync(join(machine.into, ".."))).toEqual([]);
+  });
+});
+
+describe("files whose bytes the repository's line-ending attributes do not read back", () => {
+  const eolFixture = () => CHECKOUT_FIXTURES.find((f) => f.name.includes("text eol=lf"))!.make();
+
+  it("writes a blob committed with CRLF before the `text` attribute as it is, verified by its bytes", async () => {
+    const root = crlfBeforeTextAttribute();
+    const blobs = new Map<string, Buffer>();
+    const recorded = await captureInto(root, blobs);
+    expect(recorded.verbatim).toEqual([expect.objectContaining({ path: "legacy.txt", attributes: "text" })]);
+
+    const { into, report } = await restoreElsewhere(recorded, blobs);
+    expect(report.result.status, JSON.stringify(report.result.missing)).toBe("restored");
+    // Re-read, git would make it "one\ntwo\n" (another blob): the file is verified by its bytes,
+    // which are the blob's own, as on the capturing machine.
+    expect(readFileSync(join(into, "legacy.txt"), "latin1")).toBe("one\r\ntwo\r\n");
+    expect(git(into, ["write-tree"]).trim()).toBe(recorded.tree);
+  });
+
+  it("names the repository's attributes, not this host, when a snapshot holds no copy of the bytes", async () => {
+    const captured = await eolFixture();
+    const { verbatim, ...older } = captured.manifest;
+    expect(verbatim?.length).toBeGreaterThan(0);
+    const { report } = await restoreElsewhere(older, captured.blobs);
+    expect(report.result).toMatchObject({
+      status: "degraded",
+      holds: { stage: "exact", tree: captured.manifest.tree },
+      missing: { cause: "TREE_MISMATCH", paths: ["data.bin", "fixtures/committed.txt", "src/plain.js"] },
+    });
+    expect(report.result.missing.causeMessage).toContain("repository's own attributes (text eol=lf)");
+    expect(report.result.missing.nextStep).toMatch(/Capture the checkout again/);
+    expect(report.result.missing.nextStep).not.toMatch(/host without/);
+  });
+
+  it("reports a stored copy of the bytes that is gone as BLOB_MISSING, naming the file", async () => {
+    const captured = await eolFixture();
+    const gone = captured.manifest.verbatim!.find((f) => f.path === "data.bin")!;
+    captured.blobs.delete(gone.bytes!.digest);
+    const { into, report } = await restoreElsewhere(captured.manifest, captured.blobs);
+    expect(report.result).toMatchObject({
+      status: "degraded",
+      missing: { cause: "BLOB_MISSING", paths: ["data.bin"] },
+    });
+    expect(report.result.missing.nextStep).toContain(gone.bytes!.digest.slice(0, 12));
+    // The other files still hold their recorded bytes.
+    const plain = readFileSync(join(into, "src/plain.js"), "latin1");
+    expect(plain).toBe(readFileSync(join(captured.root, "src/plain.js"), "latin1"));
   });
 });
 

@@ -4,8 +4,8 @@
 //   check the record (INVALID_SNAPSHOT) and the target (UNSAFE_TARGET)  — nothing runs or is written before
 //   fetch        HEAD's commit: the host's object store, the snapshot's bundle, or the remotes
 //   reconstruct  the patch chain applied to HEAD in the index, each link checked against its tree
-//   materialize  the files written from the index
-//   verify       every file re-read and compared with its recorded blob
+//   materialize  the files written from the index, then the files recorded verbatim
+//   verify       every file re-read and compared with its recorded blob (verbatim ones: their bytes)
 //   publish      the staging directory renamed into place
 //
 // When the exact restore fails with a content cause (a missing or damaged blob, commits that
@@ -48,7 +48,9 @@ import {
 import { PUSHED_REF_PREFIX, RestoreHistory, type CommitSource } from "./restore-history.ts";
 import { applyChain, pathsInPatch } from "./restore-patches.ts";
 import { checkTarget, createStaging, removeStaleRestores } from "./restore-staging.ts";
+import { writeVerbatimFiles, type VerbatimOutcome } from "./restore-verbatim.ts";
 import { createGitRunner, type GitRunner } from "./runner.ts";
+import { filesNotReadBack } from "./verbatim-files.ts";
 
 export type { RestoreRecord } from "../domain/restore-record.ts";
 
@@ -249,8 +251,8 @@ async function build(c: BuildContext): Promise<Built> {
   if (!closest) return { held: null, commitsFrom, headFailure };
   const tree = await c.git.run(commitTree(closest.oid));
   await clock.time("reconstruct", () => c.git.run(readTreeToIndex(c.indexFile, closest.oid)));
-  await materialize(c);
-  const differing = await verifyFiles(c, tree);
+  const verbatim = await materialize(c, tree);
+  const differing = await verifyFiles(c, tree, verbatim);
   const readable = await readablePatchPaths(c, manifest.patches);
   return {
     held: {
@@ -293,17 +295,14 @@ async function atRecordedHead(c: BuildContext): Promise<Held> {
     });
   }
   if (cause && opts.exactOnly) throw cause;
-  await materialize(c);
-  const differing = await verifyFiles(c, chain.tree);
+  const verbatim = await materialize(c, chain.tree);
+  const differing = await verifyFiles(c, chain.tree, verbatim);
+  if (verbatim.failure) {
+    if (opts.exactOnly) throw verbatim.failure;
+    cause ??= verbatim.failure;
+  }
   if (differing.length > 0) {
-    const mismatch = new StrataError(
-      "TREE_MISMATCH",
-      `${differing.length} file(s) written on this host differ from their recorded content.`,
-      {
-        hint: "This host's checkout filters (core.autocrlf, core.eol, filter drivers) change what is written.",
-        data: { paths: differing.slice(0, 100) },
-      },
-    );
+    const mismatch = await filesMismatch(c, differing);
     if (opts.exactOnly) throw mismatch;
     cause ??= mismatch;
   }
@@ -321,9 +320,59 @@ async function atRecordedHead(c: BuildContext): Promise<Held> {
   };
 }
 
-async function materialize(c: BuildContext): Promise<void> {
+/** Writes every file of the index, then the files the capture recorded verbatim. */
+async function materialize(c: BuildContext, tree: string): Promise<VerbatimOutcome> {
   c.opts.onProgress?.({ phase: "materialize", message: "writing files" });
-  await c.clock.time("materialize", () => c.git.run(checkoutIndex(c.indexFile)));
+  return c.clock.time("materialize", async () => {
+    await c.git.run(checkoutIndex(c.indexFile));
+    return writeVerbatimFiles(c.git, {
+      dir: c.git.cwd,
+      indexFile: c.indexFile,
+      tree,
+      files: c.manifest.verbatim ?? [],
+      blobs: c.opts.blobs,
+      scratch: c.scratch,
+      objectFormat: c.manifest.objectFormat,
+      signal: c.opts.signal,
+    });
+  });
+}
+
+/**
+ * TREE_MISMATCH for files that do not re-read as their blobs, telling the repository's own
+ * attributes (a blob they do not read back, in a snapshot that did not record its bytes) from
+ * this host's settings.
+ */
+async function filesMismatch(c: BuildContext, differing: readonly string[]): Promise<StrataError> {
+  const recorded = new Set((c.manifest.verbatim ?? []).map((f) => f.path));
+  const converted = await filesNotReadBack(
+    c.git,
+    c.indexFile,
+    differing.filter((p) => !recorded.has(p)),
+  );
+  const paths = differing.slice(0, 100);
+  if (converted.length === 0) {
+    return new StrataError(
+      "TREE_MISMATCH",
+      `${differing.length} file(s) written on this host differ from their recorded content.`,
+      {
+        hint: "This host's checkout filters (core.autocrlf, core.eol, filter drivers) change what is written.",
+        data: { paths },
+      },
+    );
+  }
+  const attributes = [...new Set(converted.map((f) => f.attributes))].join(", ");
+  const named = converted.slice(0, 5).map((f) => f.path);
+  return new StrataError(
+    "TREE_MISMATCH",
+    `${differing.length} file(s) written on this host differ from their recorded content; ${converted.length} of them ` +
+      `(${named.join(", ")}) because the repository's own attributes (${attributes}) change their recorded content ` +
+      `whenever git reads it back, on every host.`,
+    {
+      hint: "The snapshot did not record those files' bytes: capture the checkout again, then restore the new snapshot.",
+      data: { paths, convertedByRepository: converted.slice(0, 100).map((f) => f.path) },
+    },
+  );
 }
 
 /**
@@ -338,11 +387,16 @@ export async function filesDifferingFromBlobs(git: GitRunner, indexFile: string)
   return git.run(filesDifferingFromIndex(indexFile));
 }
 
-/** Re-reads every file written and returns the paths whose content differs from the index. */
-async function verifyFiles(c: BuildContext, tree: string): Promise<string[]> {
+/**
+ * Re-reads every file written and returns the paths whose content differs from the index. A
+ * file written verbatim counts by its bytes (checked as it was written): the repository's
+ * attributes may not read it back as its blob, as they did not on the capturing machine.
+ */
+async function verifyFiles(c: BuildContext, tree: string, verbatim: VerbatimOutcome): Promise<string[]> {
   c.opts.onProgress?.({ phase: "verify", message: "checking every file against its recorded blob" });
   return c.clock.time("verify", async () => {
-    const differing = await filesDifferingFromBlobs(c.git, c.indexFile);
+    const reread = await filesDifferingFromBlobs(c.git, c.indexFile);
+    const differing = [...new Set([...reread.filter((p) => !verbatim.verified.has(p)), ...verbatim.failed])].sort();
     // The index the files were checked against must still be the tree they were written from.
     const indexTree = await c.git.run(writeTree(c.indexFile));
     if (indexTree !== tree) {
@@ -489,6 +543,10 @@ export function captureWarnings(manifest: CaptureManifest): RestoreWarning[] {
   return warnings;
 }
 
+function stringsIn(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
 function digestsOf(error: StrataError | null): string[] {
   const digest = error?.data?.digest;
   return typeof digest === "string" ? [digest] : [];
@@ -532,6 +590,7 @@ function resultOf(
             paths: held.paths,
             bundleLost: isBundleFailure(manifest, held.cause),
             missingBase,
+            convertedByRepository: stringsIn(held.cause?.data?.convertedByRepository),
           })
         : null,
     },

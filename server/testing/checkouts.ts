@@ -4,9 +4,11 @@
 // The kinds follow the capture tests: a working copy with everything in it, a patch chain,
 // unpushed commits, a secret in unpushed history (pushed later), files under id_* directories
 // (babel's parser fixtures), a detached HEAD without remotes, credentials in remote URLs, a
-// submodule, size limits, and an unborn branch; and, apart, unpushed commits whose remote moved
+// submodule, size limits, an unborn branch, files whose bytes the repository's `text eol=lf`
+// does not read back; and, apart, unpushed commits whose remote moved
 // away (their pushed base cannot be fetched).
 import { randomUUID } from "node:crypto";
+import { utimesSync } from "node:fs";
 import { join } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
 import { captureCheckout, type CaptureOptions } from "../git/capture.ts";
@@ -138,10 +140,10 @@ async function secretPushedLater(): Promise<CapturedCheckout> {
 }
 
 /**
- * Babel's shape: parser fixtures in directories named id_* (a changed file, a new one, and an
- * unpushed commit touching one), next to an SSH key file that stays out.
+ * Babel's shape, not yet captured: parser fixtures in directories named id_* (a changed file, a
+ * new one, and an unpushed commit touching one), next to an SSH key file that stays out.
  */
-async function idDirectories(): Promise<CapturedCheckout> {
+export function parserFixturesCheckout(): { root: string; fixtures: string; unpushed: string } {
   const fixtures = "test/fixtures/placeholders";
   const root = fresh({
     [`${fixtures}/expression/id_expression/input.js`]: "%%x%%;\n",
@@ -149,11 +151,31 @@ async function idDirectories(): Promise<CapturedCheckout> {
   });
   addOrigin(root);
   write(root, `${fixtures}/declaration/id_declaration/input.js`, "function %%x%%() {}\n");
-  commitAll(root, "an unpushed fixture under id_declaration/");
+  const unpushed = commitAll(root, "an unpushed fixture under id_declaration/");
   write(root, `${fixtures}/expression/id_expression/input.js`, "%%y%%;\n");
   write(root, `${fixtures}/statement/id_statement/output.json`, "{}\n");
   write(root, ".ssh/id_ed25519", `${FAKE_SECRET}\n`);
-  return once(root);
+  return { root, fixtures, unpushed };
+}
+
+async function idDirectories(): Promise<CapturedCheckout> {
+  return once(parserFixturesCheckout().root);
+}
+
+/**
+ * A file committed with CRLF (`legacy.txt`) before `*.txt text` came in, older than the index
+ * as files are, so git never reads it again: its blob keeps the CRLF no checkout reads back.
+ */
+export function crlfBeforeTextAttribute(): string {
+  const root = fresh({ "README.md": "hello\n" });
+  write(root, "legacy.txt", "one\r\ntwo\r\n");
+  const past = new Date(Date.now() - 60_000);
+  utimesSync(join(root, "legacy.txt"), past, past);
+  commitAll(root, "a Windows file");
+  write(root, ".gitattributes", "*.txt text\n");
+  commitAll(root, "normalise text files from now on");
+  addOrigin(root);
+  return root;
 }
 
 async function detachedWithoutRemotes(): Promise<CapturedCheckout> {
@@ -205,6 +227,25 @@ async function unbornBranch(): Promise<CapturedCheckout> {
 }
 
 /**
+ * Babel's `* text eol=lf` with files whose bytes that attribute does not read back: a CR before
+ * a CRLF (`ab\r\r\n`) stays in the blob as a CRLF, which a checkout writes as it is and a
+ * re-read turns into LF. One committed (and pushed) that way, one changed, one untracked; a
+ * `binary` file with CRLF next to them is converted by nothing and needs nothing.
+ */
+async function eolNormalised(): Promise<CapturedCheckout> {
+  const root = fresh({
+    ".gitattributes": "* text eol=lf\n*.png binary\n",
+    "src/plain.js": "plain\n",
+    "img/logo.png": Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    "fixtures/committed.txt": "one\r\r\ntwo\r\n",
+  });
+  addOrigin(root);
+  write(root, "data.bin", "ab\r\r\ncd\r\n");
+  write(root, "src/plain.js", "plain\r\r\nnow with CR bytes\r\n");
+  return once(root);
+}
+
+/**
  * Unpushed commits (a bundle) whose remote then moved away, as on a host whose `origin` was
  * renamed: the bundle holds every unpushed commit, but the pushed commit it builds on (`base`)
  * can no longer be fetched. Not among CHECKOUT_FIXTURES: it cannot be restored exactly.
@@ -234,4 +275,5 @@ export const CHECKOUT_FIXTURES: ReadonlyArray<{ name: string; make: () => Promis
   { name: "size limits", make: limits },
   { name: "an unborn branch", make: unbornBranch },
   { name: "parser fixtures under id_* directories, one in an unpushed commit", make: idDirectories },
+  { name: "files whose CR bytes `* text eol=lf` does not read back", make: eolNormalised },
 ];

@@ -67,6 +67,19 @@ export function remove(root: string, path: string): void {
   rmSync(join(root, path), { recursive: true, force: true });
 }
 
+/**
+ * A git executable that logs the arguments of every start (one line each), so a test can see
+ * which calls ran, or prove that none did.
+ */
+export function spyGit(): { gitPath: string; calls: () => string[] } {
+  const dir = temporaryDirectory("strata-spy-");
+  const log = join(dir, "calls.log");
+  const path = join(dir, "git");
+  writeFileSync(path, `#!/bin/sh\necho "$*" >> "${log}"\nexec git "$@"\n`);
+  chmodSync(path, 0o755);
+  return { gitPath: path, calls: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : []) };
+}
+
 /** A repository with one commit on `main`. */
 export function initRepository(files: Record<string, string | Buffer> = { "README.md": "hello\n" }): string {
   const root = temporaryDirectory();
