@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../../server/testing/databases.ts";
 import type { RestoreResult } from "../../server/domain/restore-result.ts";
-import { CHECKOUT_FIXTURES, type CapturedCheckout } from "../../server/testing/checkouts.ts";
+import { CHECKOUT_FIXTURES, unpushedOnMovedRemote, type CapturedCheckout } from "../../server/testing/checkouts.ts";
 import { git, removeTemporaryDirectories, temporaryDirectory } from "../../server/testing/repos.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../../server/testing/lineage.ts";
 import { publishCheckpointCapture } from "../../server/testing/restore.ts";
@@ -105,19 +105,7 @@ describeEachDatabase("strata restore, acquire, export and import", (catalog, kin
 
   it("restores partly with exit 10, saying what is missing and what to do", async () => {
     const chain = await CHECKOUT_FIXTURES[1]!.make();
-    const id = await publishCheckpointCapture(
-      catalog().db,
-      agent.scope,
-      {
-        repository: { identity: repository },
-        backendKind: "modal",
-        baseImage: "img",
-        workContextId: uniqueName("wc"),
-        observedHeadId: null,
-      },
-      chain.manifest,
-      chain.blobs,
-    );
+    const id = await publishAsCheckpoint(chain);
     await catalog().db.blob.deleteMany({ where: { digest: chain.manifest.patches[2]!.digest } });
     const m = machine();
     const run = await runStrata(
@@ -130,6 +118,46 @@ describeEachDatabase("strata restore, acquire, export and import", (catalog, kin
     expect(run.stdout).toMatch(/Cause: BLOB_MISSING/);
     expect(run.stdout).toMatch(/Next: /);
     expect(run.stdout).toMatch(/fetch \d+\.\d\d s .*reconstruct .*materialize .*verify .*publish \d+\.\d\d s/);
+  });
+
+  /** Publishes a captured checkout as the checkpoint of a new work context. */
+  function publishAsCheckpoint(checkout: CapturedCheckout): Promise<string> {
+    const at = { repository: { identity: repository }, backendKind: "modal", baseImage: "img" };
+    const lineage = { ...at, workContextId: uniqueName("wc"), observedHeadId: null };
+    return publishCheckpointCapture(catalog().db, agent.scope, lineage, checkout.manifest, checkout.blobs);
+  }
+
+  it("restores babel-like checkouts as an agent host does: CR bytes under `* text eol=lf`, id_* directories", async () => {
+    for (const name of ["files whose CR bytes", "parser fixtures under id_*"]) {
+      const checkout = await CHECKOUT_FIXTURES.find((f) => f.name.startsWith(name))!.make();
+      const id = await publishAsCheckpoint(checkout);
+      const m = machine();
+      const run = await runStrata(
+        ["restore", id, "--into", m.into, "--state-dir", m.stateDir, "--agent", agent.name],
+        env,
+      );
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      git(m.into, ["update-index", "-q", "--really-refresh"]);
+      expect(git(m.into, ["write-tree"]).trim()).toBe(checkout.manifest.tree);
+      expect(git(m.into, ["diff-files", "--name-only"]).trim()).toBe("");
+      for (const file of checkout.manifest.verbatim ?? []) {
+        expect(readFileSync(join(m.into, file.path))).toEqual(readFileSync(join(checkout.root, file.path)));
+      }
+    }
+  });
+
+  it("names the pushed base when the remote moved away: exit 11, nothing written", async () => {
+    const moved = await unpushedOnMovedRemote();
+    const id = await publishAsCheckpoint(moved);
+    const m = machine();
+    const run = await runStrata(
+      ["restore", id, "--into", m.into, "--state-dir", m.stateDir, "--agent", agent.name],
+      env,
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(RESTORE_EXIT.UNRESTORED);
+    expect(run.stdout).toContain(`Not restored: 1 commit(s) (${moved.base.slice(0, 12)})`);
+    expect(run.stdout).toMatch(new RegExp(`Next: .*pushed commit ${moved.base.slice(0, 12)}`));
+    expect(run.stdout).not.toMatch(/Next: Push commit/);
   });
 
   it("acquires and restores the work context's checkpoint in one step", async () => {
