@@ -42,7 +42,7 @@ const MAY_IMPORT = {
   acquire: ["lineage", "content", "db", "domain"],
   capture: ["lineage", "content", "db", "git", "domain"],
   gc: ["lineage", "content", "audit", "db", "domain"],
-  dashboard: ["gc", "lineage", "content", "audit", "db", "domain"],
+  dashboard: ["worktrees", "gc", "lineage", "content", "audit", "db", "domain"],
   lineage: ["content", "audit", "db", "domain"],
   audit: ["db", "domain"],
   content: ["db", "domain"],
