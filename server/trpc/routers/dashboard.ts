@@ -8,12 +8,22 @@ import { previewRetirement, retirementSubjectInput } from "../../dashboard/retir
 import { retireLineageByUser, retireLineageByUserInput } from "../../lineage/retire-lineage-by-user.ts";
 import { retireSnapshotByUser, retireSnapshotByUserInput } from "../../lineage/retire-snapshot-by-user.ts";
 import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
+import { repositoryPool, repositoryPoolInput, repositoryPoolSchema } from "../../dashboard/repository-pool.ts";
+import { loadConfig } from "../../config/config.ts";
 import { collectProcedure as admin, retireProcedure as retirer, router, staffProcedure as staff } from "../init.ts";
 
 // The operator dashboard. Reads for every signed-in role; each mutation names its roles here,
 // on the server, whatever the pages show.
 export const dashboardRouter = router({
   graph: staff.input(repositoryGraphInput).query(({ ctx, input }) => repositoryGraph(ctx.db, input)),
+  // This server's host's pool: the one under its own data directory.
+  repositoryPool: staff
+    .input(repositoryPoolInput)
+    .output(repositoryPoolSchema)
+    .query(({ ctx, input }) => {
+      const { dataDir, host } = loadConfig();
+      return repositoryPool(ctx.db, { ...input, dataDir, host });
+    }),
   snapshot: staff.input(snapshotDetailInput).query(({ ctx, input }) => snapshotDetail(ctx.db, input)),
   pins: staff.input(inspectPinsInput.prefault({})).query(({ ctx, input }) => inspectPins(ctx.db, input)),
   audit: staff.input(listAuditEventsInput.prefault({})).query(({ ctx, input }) => listAuditEvents(ctx.db, input)),
