@@ -8,6 +8,7 @@ import { useCallback, useMemo, useState } from "react";
 import { collapseChains, filterGraph, type GraphFilter } from "~/server/domain/lineage-graph.ts";
 import { LineageGraph, nodeLabel } from "./lineage-graph.tsx";
 import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { RepositoryPoolView } from "./repository-pool-view.tsx";
 import { RetireDialog } from "./retire-dialog.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { useCan } from "./viewer.tsx";
@@ -262,6 +263,7 @@ export function RepositoryGraphView({
               )}
             </aside>
           </div>
+          <RepositoryPoolView repositoryId={g.repository.id} />
           {retiring ? (
             <RetireDialog
               kind={retiring.kind}

@@ -27,6 +27,9 @@ writeFileSync(path.join(dataDir, "e2e-agent.json"), JSON.stringify({ token: agen
 
 // A few weeks of realistic history, written through the services, for every page to show.
 execFileSync(process.execPath, ["--import", "tsx", "scripts/dashboard-seed.ts", "example"], { stdio: "inherit" });
+// Pooled worktrees of web-app on this host, one held by this process, for the repository page.
+const seedPool = "server/testing/seed-pool-process.ts";
+execFileSync(process.execPath, ["--import", "tsx", seedPool, String(process.pid)], { stdio: "inherit" });
 
 // The specs sign in many times a minute from one address. No worker: the specs run collection
 // themselves, and the seeded history stays as written while they look at it.
