@@ -15,7 +15,7 @@ import {
   write,
 } from "../testing/repos.ts";
 import { createGitRunner } from "./runner.ts";
-import { hasUncheckedEntries, seedIndexWithTree } from "./seeded-index.ts";
+import { seedIndexWithTree, summarizeIndex } from "./seeded-index.ts";
 import { compareWorktree } from "./worktree-drift.ts";
 
 afterAll(removeTemporaryDirectories);
@@ -31,22 +31,26 @@ function committed() {
 
 const indexOf = (root: string) => readFileSync(join(root, ".git", "index"));
 
-describe("hasUncheckedEntries", () => {
-  it.each([2, 3, 4])("reads index version %i", (version) => {
-    const { root } = committed();
+describe("summarizeIndex", () => {
+  it.each([2, 3, 4])("reads index version %i: unchecked entries, and the tree its cache holds", (version) => {
+    const { root, recorded } = committed();
     git(root, ["update-index", `--index-version=${version}`]);
-    expect(hasUncheckedEntries(indexOf(root), 20)).toBe(false);
+    git(root, ["write-tree"]);
+    expect(summarizeIndex(indexOf(root), 20)).toEqual({ unchecked: false, tree: recorded.tree });
+    write(root, "c.txt", "c, staged\n");
+    git(root, ["add", "c.txt"]);
+    expect(summarizeIndex(indexOf(root), 20)).toEqual({ unchecked: false, tree: null });
     git(root, ["update-index", "--assume-unchanged", "dir/b.txt"]);
-    expect(hasUncheckedEntries(indexOf(root), 20)).toBe(true);
+    expect(summarizeIndex(indexOf(root), 20)?.unchecked).toBe(true);
     git(root, ["update-index", "--no-assume-unchanged", "dir/b.txt"]);
-    git(root, ["update-index", "--skip-worktree", "c.txt"]);
-    expect(hasUncheckedEntries(indexOf(root), 20)).toBe(true);
+    git(root, ["update-index", "--skip-worktree", "a.txt"]);
+    expect(summarizeIndex(indexOf(root), 20)?.unchecked).toBe(true);
   });
 
   it("refuses what is not an index", () => {
-    expect(hasUncheckedEntries(Buffer.from("not an index at all"), 20)).toBeNull();
+    expect(summarizeIndex(Buffer.from("not an index at all"), 20)).toBeNull();
     const { root } = committed();
-    expect(hasUncheckedEntries(indexOf(root).subarray(0, 60), 20)).toBeNull();
+    expect(summarizeIndex(indexOf(root).subarray(0, 60), 20)).toBeNull();
   });
 });
 

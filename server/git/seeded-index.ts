@@ -3,22 +3,32 @@
 // re-reads only the files whose stat data changed, as `git status` does against the checkout's
 // own index, instead of every file of the tree: a verify or a resume in place costs about one
 // `git status`. The checkout's index is only read (copied), never written.
-import { copyFile, readFile, rm, stat, utimes } from "node:fs/promises";
+import { readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { isStrataError } from "../domain/errors.ts";
 import { oidArg, readTreeInto } from "./commands.ts";
 import type { GitCommand, GitRunner } from "./runner.ts";
 
+export interface IndexSummary {
+  /**
+   * Whether git trusts some entry without looking at its file (assume-unchanged, skip-worktree):
+   * a copy keeping them would hide a changed file, so such an index is not used.
+   */
+  unchecked: boolean;
+  /** The tree the index holds, when its cache of trees says so (null when it does not know). */
+  tree: string | null;
+}
+
 /**
- * The index's entries that git trusts without looking at the file: assume-unchanged and
- * skip-worktree. A copy keeping them would hide a changed file, so such an index is not used.
- * Null when the file is not an index this reader knows (versions 2 to 4).
+ * Reads what seeding needs from an index file (versions 2 to 4): null when it is not an index
+ * this reader knows.
  */
-export function hasUncheckedEntries(index: Buffer, hashBytes: 20 | 32): boolean | null {
+export function summarizeIndex(index: Buffer, hashBytes: 20 | 32): IndexSummary | null {
   if (index.length < 12 || index.toString("latin1", 0, 4) !== "DIRC") return null;
   const version = index.readUInt32BE(4);
   if (version < 2 || version > 4) return null;
   const count = index.readUInt32BE(8);
+  let unchecked = false;
   let at = 12;
   for (let i = 0; i < count; i++) {
     const start = at;
@@ -26,10 +36,10 @@ export function hasUncheckedEntries(index: Buffer, hashBytes: 20 | 32): boolean 
     if (at + 2 > index.length) return null;
     const flags = index.readUInt16BE(at);
     at += 2;
-    if (flags & 0x8000) return true; // assume-valid
+    if (flags & 0x8000) unchecked = true; // assume-valid
     if (flags & 0x4000) {
       if (version < 3 || at + 2 > index.length) return null;
-      if (index.readUInt16BE(at) & 0x4000) return true; // skip-worktree
+      if (index.readUInt16BE(at) & 0x4000) unchecked = true; // skip-worktree
       at += 2;
     }
     if (version === 4) {
@@ -46,7 +56,32 @@ export function hasUncheckedEntries(index: Buffer, hashBytes: 20 | 32): boolean 
       at = start + Math.ceil((end + 1 - start) / 8) * 8;
     }
   }
-  return false;
+  return { unchecked, tree: rootOfTreeCache(index, at, hashBytes) };
+}
+
+/**
+ * The root tree of the index's cache of trees (the TREE extension, right after the entries):
+ * its first record is the root, `"" NUL <entries> SP <subtrees> LF <tree id>`, with -1 entries
+ * when the cache is not valid.
+ */
+function rootOfTreeCache(index: Buffer, at: number, hashBytes: number): string | null {
+  // The last `hashBytes` bytes are the file's checksum, never an extension.
+  const end = index.length - hashBytes;
+  while (at + 8 <= end) {
+    const signature = index.toString("latin1", at, at + 4);
+    const size = index.readUInt32BE(at + 4);
+    const data = at + 8;
+    if (signature === "TREE") {
+      if (index[data] !== 0) return null;
+      const newline = index.indexOf(10, data + 1);
+      if (newline < 0 || newline > data + size) return null;
+      const [entries] = index.toString("latin1", data + 1, newline).split(" ");
+      if (Number(entries) < 0 || newline + 1 + hashBytes > data + size) return null;
+      return index.toString("hex", newline + 1, newline + 1 + hashBytes);
+    }
+    at = data + size;
+  }
+  return null;
 }
 
 /**
@@ -61,16 +96,22 @@ function mergeTreeIntoIndex(indexFile: string, tree: string): GitCommand<void> {
   };
 }
 
-async function copyCheckoutIndex(gitDir: string, indexFile: string, hashBytes: 20 | 32): Promise<boolean> {
+/** Copies the checkout's index to `indexFile`: the tree it holds (null: unknown), or false when it cannot be used. */
+async function copyCheckoutIndex(
+  gitDir: string,
+  indexFile: string,
+  hashBytes: 20 | 32,
+): Promise<{ tree: string | null } | false> {
   const own = join(gitDir, "index");
   const [bytes, info] = await Promise.all([readFile(own).catch(() => null), stat(own).catch(() => null)]);
-  if (!bytes || !info || hasUncheckedEntries(bytes, hashBytes) !== false) return false;
-  await copyFile(own, indexFile);
+  const summary = bytes && summarizeIndex(bytes, hashBytes);
+  if (!summary || !info || summary.unchecked) return false;
+  await writeFile(indexFile, bytes);
   // git re-reads entries changed at or after the index file's own mtime ("racily clean"); the
   // copy is dated no later than the original so that check still fires.
   const seconds = Math.floor(info.mtimeMs / 1000) - 1;
   await utimes(indexFile, seconds, seconds);
-  return true;
+  return { tree: summary.tree };
 }
 
 /**
@@ -83,7 +124,10 @@ export async function seedIndexWithTree(
   opts: { gitDir: string; indexFile: string; tree: string; objectFormat: "sha1" | "sha256" },
 ): Promise<void> {
   const hashBytes = opts.objectFormat === "sha256" ? 32 : 20;
-  if (await copyCheckoutIndex(opts.gitDir, opts.indexFile, hashBytes)) {
+  const copied = await copyCheckoutIndex(opts.gitDir, opts.indexFile, hashBytes);
+  if (copied) {
+    // Already the tree (after a restore, or a commit of the recorded edits): nothing to merge.
+    if (copied.tree === opts.tree) return;
     try {
       await git.run(mergeTreeIntoIndex(opts.indexFile, opts.tree));
       return;
