@@ -7,8 +7,9 @@ import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
-import type { PoolWorktree } from "../worktrees/list-pool.ts";
-import type { WorktreePool } from "../worktrees/pool.ts";
+import { listPool, type PoolWorktree } from "../worktrees/list-pool.ts";
+import { openWorktreePool, poolDirectory, type WorktreePool } from "../worktrees/pool.ts";
+import { judgeCleanliness } from "../worktrees/worktree-cleanliness.ts";
 
 export const repositoryPoolInput = z.strictObject({ repositoryId: entityIdSchema });
 
@@ -86,26 +87,11 @@ export interface RepositoryPoolOptions extends z.input<typeof repositoryPoolInpu
   host: string;
 }
 
-// The pool's modules run git, whose process starter loads a native addon (server/git/process.ts)
-// that Next's bundler cannot place in the app's API route. So they are imported when a call needs
-// them and left out of Next's bundle: `strata serve` answers the dashboard's tRPC calls on its own
-// server, from the CLI's build, which has them (cli/commands/serve.ts); the CLI's build and the
-// tests import them as any module.
-async function worktreeModules() {
-  const [{ listPool }, { openWorktreePool, poolDirectory }, { judgeCleanliness }] = await Promise.all([
-    import(/* turbopackIgnore: true */ "../worktrees/list-pool.ts"),
-    import(/* turbopackIgnore: true */ "../worktrees/pool.ts"),
-    import(/* turbopackIgnore: true */ "../worktrees/worktree-cleanliness.ts"),
-  ]);
-  return { listPool, openWorktreePool, poolDirectory, judgeCleanliness };
-}
-type WorktreeModules = Awaited<ReturnType<typeof worktreeModules>>;
-
 // One pool handle per directory and host, so its filesystem clock is probed once a minute, not
 // on every page view.
 const pools = new Map<string, Promise<WorktreePool>>();
 
-function poolOf({ openWorktreePool, poolDirectory }: WorktreeModules, dataDir: string, host: string) {
+function poolOf(dataDir: string, host: string) {
   const dir = poolDirectory(dataDir);
   const key = `${host}\0${dir}`;
   let pool = pools.get(key);
@@ -117,10 +103,7 @@ function poolOf({ openWorktreePool, poolDirectory }: WorktreeModules, dataDir: s
   return pool;
 }
 
-async function statusOf(
-  { judgeCleanliness }: WorktreeModules,
-  w: PoolWorktree,
-): Promise<{ status: PoolStatus; detail: string | null }> {
+async function statusOf(w: PoolWorktree): Promise<{ status: PoolStatus; detail: string | null }> {
   if (w.state !== "free") return { status: w.state, detail: null };
   const judged = await judgeCleanliness(w.path, w.snapshot);
   switch (judged.state) {
@@ -141,12 +124,11 @@ export async function repositoryPool(db: Db, opts: RepositoryPoolOptions): Promi
   });
   if (!repository) throw new StrataError("NOT_FOUND", `Repository ${repositoryId} was not found.`);
 
-  const modules = await worktreeModules();
-  const pool = await poolOf(modules, opts.dataDir, opts.host);
-  const listing = await modules.listPool(pool, { repository: repository.identity });
+  const pool = await poolOf(opts.dataDir, opts.host);
+  const listing = await listPool(pool, { repository: repository.identity });
   const snapshotIds = [...new Set(listing.worktrees.flatMap((w) => (w.snapshot ? [w.snapshot.id] : [])))];
   const [statuses, snapshots] = await Promise.all([
-    Promise.all(listing.worktrees.map((w) => statusOf(modules, w))),
+    Promise.all(listing.worktrees.map((w) => statusOf(w))),
     db.snapshot.findMany({
       where: { id: { in: snapshotIds }, repositoryId: repository.id },
       select: { id: true, class: true, state: true, workContextId: true, canonicalRef: true, sequence: true },

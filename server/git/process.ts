@@ -44,7 +44,8 @@ interface NativeSpawn {
 function loadNative(): NativeSpawn | null {
   if (process.platform !== "linux" || process.env.STRATA_NATIVE_SPAWN === "0") return null;
   try {
-    const native = createRequire(import.meta.url)("@strata/git-spawn") as NativeSpawn;
+    // Loaded by Node at run time, never bundled: Next's bundler cannot place a native addon.
+    const native = createRequire(import.meta.url)(/* turbopackIgnore: true */ "@strata/git-spawn") as NativeSpawn;
     return native.available() ? native : null;
   } catch {
     return null;
