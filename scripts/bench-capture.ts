@@ -29,7 +29,7 @@ import { captureCheckout, type CaptureResult } from "../server/git/capture.ts";
 import { startProcess } from "../server/git/process.ts";
 import { createGitRunner } from "../server/git/runner.ts";
 import type { CaptureManifest } from "../server/domain/capture-manifest.ts";
-import { PER_DIR, filePath, git, median } from "./bench-repo.ts";
+import { PER_DIR, filePath, git, loadAverage, median } from "./bench-repo.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
@@ -109,14 +109,6 @@ function expectOutcome(result: CaptureResult, outcome: "captured" | "unchanged")
   if (result.outcome === "unavailable") throw new Error(`capture failed: ${result.error.message}`);
   if (result.outcome !== outcome) throw new Error(`expected ${outcome}, got ${result.outcome}`);
   return result.manifest;
-}
-
-function loadAverage(): string {
-  try {
-    return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
-  } catch {
-    return "unknown";
-  }
 }
 
 // --- whole processes ----------------------------------------------------------------------------

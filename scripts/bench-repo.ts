@@ -1,6 +1,7 @@
 // What the git benchmarks share: a git runner for setting up, the generated repository's file
-// names, and medians.
+// names and contents, timing, medians and the machine's load.
 import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export const PER_DIR = 100;
@@ -30,4 +31,29 @@ export function median(values: number[]): number {
 /** The path of generated file i: 100 files a directory. */
 export function filePath(i: number): string {
   return join(`dir${String(Math.floor(i / PER_DIR)).padStart(3, "0")}`, `file${i}.txt`);
+}
+
+/** Writes the generated repository's `count` files under `root` (not committed). */
+export function writeGeneratedFiles(root: string, count: number): void {
+  for (let i = 0; i < count; i++) {
+    const path = join(root, filePath(i));
+    if (i % PER_DIR === 0) mkdirSync(join(path, ".."), { recursive: true });
+    writeFileSync(path, `file ${i}\n${"lorem ipsum dolor sit amet ".repeat(1 + (i % 20))}\n`);
+  }
+}
+
+/** How long `fn` took (ms), and what it gave. */
+export async function timed<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
+  const start = performance.now();
+  const value = await fn();
+  return [performance.now() - start, value];
+}
+
+/** The 1, 5 and 15 minute load averages (Linux), to read the figures against. */
+export function loadAverage(): string {
+  try {
+    return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "unknown";
+  }
 }

@@ -13,7 +13,7 @@ import type { RestorePhase } from "../server/domain/restore-result.ts";
 import { captureCheckout } from "../server/git/capture.ts";
 import { memoryBlobSource } from "../server/git/restore-blobs.ts";
 import { restoreWorktree } from "../server/git/restore.ts";
-import { PER_DIR, filePath, git, median } from "./bench-repo.ts";
+import { filePath, git, median, timed, writeGeneratedFiles } from "./bench-repo.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
@@ -21,22 +21,12 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const SNAPSHOT_ID = "6f1d2c3b-4a59-4e7d-8c1b-2a3f4e5d6c7b";
 
 function generate(root: string): void {
-  for (let i = 0; i < FILES; i++) {
-    const path = join(root, filePath(i));
-    if (i % PER_DIR === 0) mkdirSync(join(path, ".."), { recursive: true });
-    writeFileSync(path, `file ${i}\n${"lorem ipsum dolor sit amet ".repeat(1 + (i % 20))}\n`);
-  }
+  writeGeneratedFiles(root, FILES);
   git(root, ["init", "--quiet", "--initial-branch=main"]);
   git(root, ["add", "-A"]);
   git(root, ["commit", "--quiet", "-m", "generated"]);
   // The commit counts as pushed: no bundle, the object store has HEAD.
   git(root, ["update-ref", "refs/remotes/origin/main", "HEAD"]);
-}
-
-async function timed<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
-  const start = performance.now();
-  const value = await fn();
-  return [performance.now() - start, value];
 }
 
 async function main(): Promise<void> {

@@ -29,28 +29,16 @@ import type { RestorePort } from "../server/restore/restore-snapshot.ts";
 import { openWorktreePool, type WorktreePool } from "../server/worktrees/pool.ts";
 import { resumeCheckouts, type ResumeResult } from "../server/worktrees/resume-checkouts.ts";
 import { releaseWorktree } from "../server/worktrees/take-worktree.ts";
-import { PER_DIR, filePath, git, median } from "./bench-repo.ts";
+import { filePath, git, loadAverage, median, timed, writeGeneratedFiles } from "./bench-repo.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const HOST = "bench-host";
 
-function loadAverage(): string {
-  try {
-    return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
-  } catch {
-    return "unknown";
-  }
-}
-
 /** The generated repository, committed and pushed to a bare `origin` (so restores can fetch it). */
 function generate(root: string, remote: string): void {
-  for (let i = 0; i < FILES; i++) {
-    const path = join(root, filePath(i));
-    if (i % PER_DIR === 0) mkdirSync(join(path, ".."), { recursive: true });
-    writeFileSync(path, `file ${i}\n${"lorem ipsum dolor sit amet ".repeat(1 + (i % 20))}\n`);
-  }
+  writeGeneratedFiles(root, FILES);
   writeFileSync(join(root, ".gitignore"), "node_modules/\n");
   git(root, ["init", "--quiet", "--initial-branch=main"]);
   git(root, ["add", "-A"]);
@@ -100,12 +88,6 @@ function memoryPort(snapshots: Map<string, SnapshotRef>, blobs: Map<string, Uint
     pin: async () => undefined,
     release: async () => undefined,
   };
-}
-
-async function timed<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
-  const start = performance.now();
-  const value = await fn();
-  return [performance.now() - start, value];
 }
 
 async function main(): Promise<void> {

@@ -15,14 +15,14 @@ import { lstat, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { isStrataError, StrataError } from "../domain/errors.ts";
 import { checkRestoreRecord, EMPTY_TREE, type RestoreRecord } from "../domain/restore-record.ts";
-import type { RestorePhase, RestoreResult, RestoreTimings } from "../domain/restore-result.ts";
+import type { RestoreResult, RestoreTimings } from "../domain/restore-result.ts";
 import { oidArg, setIndexEntries, writeTree, type IndexEntry } from "./commands.ts";
 import { discoverRepository } from "./discover.ts";
 import type { BlobSource } from "./restore-blobs.ts";
 import { filesDifferingFromIndex } from "./restore-commands.ts";
 import { RestoreHistory, type CommitSource } from "./restore-history.ts";
 import { applyChain } from "./restore-patches.ts";
-import { captureWarnings, finalizeRepository, type RestoreProgress } from "./restore.ts";
+import { captureWarnings, finalizeRepository, phaseClock, type RestoreProgress } from "./restore.ts";
 import { createGitRunner, splitNul, type GitCommand, type GitRunner } from "./runner.ts";
 import { compareWorktree, type RecordedState } from "./worktree-drift.ts";
 
@@ -116,21 +116,6 @@ async function writtenFilesDiffering(
   return differing.sort();
 }
 
-function phaseTimer() {
-  const ms: Record<RestorePhase, number> = { fetch: 0, reconstruct: 0, materialize: 0, verify: 0, publish: 0 };
-  return {
-    ms,
-    async time<T>(phase: RestorePhase, fn: () => Promise<T>): Promise<T> {
-      const start = performance.now();
-      try {
-        return await fn();
-      } finally {
-        ms[phase] += Math.round((performance.now() - start) * 10) / 10;
-      }
-    },
-  };
-}
-
 /** Resets the checkout at `dir`, exactly `from` now, to the snapshot `record`. */
 export async function resetWorktree(
   record: RestoreRecord,
@@ -140,7 +125,7 @@ export async function resetWorktree(
 ): Promise<ResetReport> {
   const manifest = checkRestoreRecord(record);
   // Files whose recorded bytes git would not write back need a fresh restore.
-  if (((manifest as { verbatim?: readonly unknown[] }).verbatim ?? []).length > 0) {
+  if ((manifest.verbatim ?? []).length > 0) {
     return declined(new StrataError("TREE_MISMATCH", "The snapshot records files git would not write back."), false);
   }
   const layout = await discoverRepository(dir);
@@ -154,7 +139,7 @@ export async function resetWorktree(
     timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     signal: opts.signal,
   });
-  const timer = phaseTimer();
+  const timer = phaseClock();
   const scratch = await mkdtemp(join(layout.gitDir, "strata-reset-"));
   const history = new RestoreHistory(git, manifest, {
     blobs: opts.blobs,
@@ -212,7 +197,16 @@ export async function resetWorktree(
         });
       }
     });
-    const timings: RestoreTimings = { ...timer.ms, commitsFrom };
+    const tenths = (ms: number) => Math.round(ms * 10) / 10;
+    const { fetch, reconstruct, materialize, verify } = timer.ms;
+    const timings: RestoreTimings = {
+      fetch: tenths(fetch),
+      reconstruct: tenths(reconstruct),
+      materialize: tenths(materialize),
+      verify: tenths(verify),
+      publish: 0,
+      commitsFrom,
+    };
     const warnings = captureWarnings(manifest);
     if (history.shallow) {
       warnings.push({

@@ -109,7 +109,8 @@ interface Held {
   cause: StrataError | null;
 }
 
-function phaseClock() {
+/** Milliseconds spent in each restore phase, summed over the calls it timed. */
+export function phaseClock() {
   const ms: Record<RestorePhase, number> = { fetch: 0, reconstruct: 0, materialize: 0, verify: 0, publish: 0 };
   return {
     ms,
