@@ -18,25 +18,21 @@ import { checkRestoreRecord, EMPTY_TREE, type RestoreRecord } from "../domain/re
 import type { RestoreResult, RestoreTimings } from "../domain/restore-result.ts";
 import { oidArg, setIndexEntries, writeTree, type IndexEntry } from "./commands.ts";
 import { discoverRepository } from "./discover.ts";
-import type { BlobSource } from "./restore-blobs.ts";
 import { filesDifferingFromIndex } from "./restore-commands.ts";
 import { RestoreHistory, type CommitSource } from "./restore-history.ts";
 import { applyChain } from "./restore-patches.ts";
-import { captureWarnings, finalizeRepository, phaseClock, type RestoreProgress } from "./restore.ts";
+import { captureWarnings, finalizeRepository, phaseClock, type RestoreOptions } from "./restore.ts";
 import { createGitRunner, splitNul, type GitCommand, type GitRunner } from "./runner.ts";
 import { compareWorktree, type RecordedState } from "./worktree-drift.ts";
 
-export interface ResetOptions {
-  blobs: BlobSource;
-  gitPath?: string;
-  baseEnv?: Readonly<Record<string, string | undefined>>;
-  timeoutMs?: number;
-  fetchTimeoutMs?: number;
-  signal?: AbortSignal;
-  onProgress?: (event: RestoreProgress) => void;
+/** A restore's options that a reset takes too (no target, object store or ladder here). */
+export type ResetOptions = Pick<
+  RestoreOptions,
+  "blobs" | "gitPath" | "baseEnv" | "timeoutMs" | "fetchTimeoutMs" | "signal" | "onProgress"
+> & {
   /** Runs right before the first file is written and before the verification (tests interrupt a reset there). */
   beforeStep?: (step: "write" | "verify") => Promise<void>;
-}
+};
 
 export type ResetReport =
   | { status: "reset"; result: RestoreResult; changedPaths: number }
