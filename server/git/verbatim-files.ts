@@ -273,6 +273,18 @@ export function blobObjectId(bytes: Buffer, objectFormat: "sha1" | "sha256"): st
     .digest("hex");
 }
 
+/** Whether bytes are what a verbatim file records: its stored bytes, or else its blob's own content. */
+export function holdsVerbatimBytes(
+  bytes: Buffer,
+  file: Pick<VerbatimFile, "oid" | "bytes">,
+  objectFormat: "sha1" | "sha256",
+): boolean {
+  if (file.bytes) {
+    return bytes.length === file.bytes.size && createHash("sha256").update(bytes).digest("hex") === file.bytes.digest;
+  }
+  return blobObjectId(bytes, objectFormat) === file.oid;
+}
+
 /**
  * The manifest's entries for these files, with the worktree bytes where they are not the
  * blob's own content. Bytes are never read for a file the capture left out (it keeps its

@@ -5,10 +5,10 @@
 // size limits say; those rules only decide whether a file the tree never had counts as a change
 // (a capture here would leave it out, so it does not).
 import { lstatSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { OmittedEntry } from "../domain/capture-manifest.ts";
+import type { OmittedEntry, VerbatimFile } from "../domain/capture-manifest.ts";
 import { configMatching, existingObjects, oidArg, repositoryLayout } from "./commands.ts";
 import { discoverRepository, resolveCheckoutDirectory } from "./discover.ts";
 import { OMISSION_DEFAULTS, planIndexChanges } from "./omitted.ts";
@@ -16,6 +16,7 @@ import { createGitRunner, unreadablePath, type GitCommand, type GitRunner } from
 import { seedIndexWithTree } from "./seeded-index.ts";
 import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
 import { statusCommand, type StatusEntry } from "./status.ts";
+import { holdsVerbatimBytes } from "./verbatim-files.ts";
 
 /** The capture settings that decide whether a file the recorded tree lacks counts as drift. */
 interface DriftRules {
@@ -39,6 +40,11 @@ export interface RecordedState {
   /** Null: recorded on an unborn branch. */
   head: string | null;
   tree: string;
+  /**
+   * The files the snapshot recorded verbatim (the repository's line-ending attributes do not
+   * read their blob back): compared by their recorded bytes, not by git's re-read.
+   */
+  verbatim?: readonly Pick<VerbatimFile, "path" | "oid" | "bytes">[];
 }
 
 export interface WorktreeComparison {
@@ -129,8 +135,13 @@ export async function compareWorktree(
     const leftOut: OmittedEntry[] = [];
     if (treeAvailable) {
       const untracked: StatusEntry[] = [];
+      const verbatim = new Map(
+        (recorded.verbatim ?? []).map((file) => [file.path, { file, seen: null as Changed | null }]),
+      );
       for (const entry of status.entries) {
+        const verbatimFile = verbatim.get(entry.path);
         if (entry.kind === "untracked") untracked.push(entry);
+        else if (verbatimFile && entry.kind === "changed") verbatimFile.seen = entry;
         else if (entry.kind === "unmerged" || (entry.kind === "changed" && entry.y !== ".")) {
           drifted.push({
             path: entry.path,
@@ -138,6 +149,7 @@ export async function compareWorktree(
           });
         }
       }
+      drifted.push(...(await verbatimDrift(layout.root, [...verbatim.values()], layout.objectFormat)));
       const plan = await planNewFiles(git, layout.root, scratch, untracked, rules);
       drifted.push(...plan.update.map((path) => ({ path, change: "added" as const })));
       leftOut.push(...plan.omitted.sort(byPath));
@@ -167,6 +179,31 @@ export async function compareWorktree(
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+type Changed = Extract<StatusEntry, { kind: "changed" }>;
+
+/**
+ * The files recorded verbatim that no longer hold their recorded bytes. git's re-read cannot
+ * judge them: the repository's attributes read their bytes back as another blob, and read other
+ * bytes back as the recorded one (`ab\r\r\n` and `ab\r\n` alike). Each is read and compared with
+ * what the snapshot recorded; a deletion or a change of mode or type git saw counts as it is.
+ */
+async function verbatimDrift(
+  root: string,
+  files: ReadonlyArray<{ file: NonNullable<RecordedState["verbatim"]>[number]; seen: Changed | null }>,
+  objectFormat: "sha1" | "sha256",
+): Promise<DriftedPath[]> {
+  const judged = await Promise.all(
+    files.map(async ({ file, seen }): Promise<DriftedPath | null> => {
+      if (seen?.y === "D") return { path: file.path, change: "deleted" };
+      if (seen && seen.modeWorktree !== seen.modeIndex) return { path: file.path, change: "modified" };
+      // git lists a path it reaches only through a symbolic link as deleted: this one is a file.
+      const bytes = await readFile(join(root, file.path)).catch(() => null);
+      return bytes && holdsVerbatimBytes(bytes, file, objectFormat) ? null : { path: file.path, change: "modified" };
+    }),
+  );
+  return judged.filter((d): d is DriftedPath => d !== null);
 }
 
 /** Of the files the recorded tree lacks: those a capture on this host would add, and those it leaves out. */

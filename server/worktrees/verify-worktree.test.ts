@@ -3,7 +3,7 @@
 // was captured, then edited, committed, moved. Every check asserts that the checkout is byte
 // for byte what it was before (.git included) and that `git status` says the same.
 import { createHash, randomUUID } from "node:crypto";
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, readlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -309,6 +309,55 @@ describe("verify a checkout against a snapshot record", () => {
     });
     expect(verification.drift.paths).toContainEqual({ path: "tracked.txt", change: "modified" });
     expect(verification.matches).toBe(false);
+  });
+
+  it("compares files recorded verbatim by their recorded bytes (babel's `* text eol=lf`)", async () => {
+    // A file committed with CRLF before `* text eol=lf` came in (older than the index, so git
+    // never reads it again), and one with a CR before a CRLF, which git stores with a CRLF.
+    const root = initRepository({ "README.md": "hello\n", ".fixture": `${randomUUID()}\n` });
+    write(root, "legacy.txt", "one\r\ntwo\r\n");
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(join(root, "legacy.txt"), past, past);
+    commitAll(root, "a Windows file");
+    write(root, ".gitattributes", "* text eol=lf\n");
+    commitAll(root, "normalise text files from now on");
+    write(root, "data.bin", "ab\r\r\ncd\r\n");
+    const blobs = new Map<string, Buffer>();
+    const manifest = await captureInto(root, blobs);
+    expect(manifest.verbatim?.map((f) => f.path)).toEqual(["data.bin", "legacy.txt"]);
+    expect((await checkWorktree(bindingOf(manifest), root)).matches).toBe(true);
+
+    const machine = secondMachine();
+    const report = await restoreWorktree(bindingOf(manifest), machine.into, {
+      blobs: memoryBlobSource(blobs),
+      stateDir: machine.stateDir,
+    });
+    expect(report.result.status).toBe("restored");
+    const untouched = expectUntouched(machine.into);
+    expect((await verifyWorktree(bindingOf(manifest), machine.into)).matches).toBe(true);
+    // git's own re-read takes the restored legacy.txt for another blob: that alone is no drift.
+    const plain = await checkWorktree(bindingOf({ ...manifest, verbatim: undefined }), machine.into);
+    expect(plain.drift.paths).toEqual([{ path: "legacy.txt", change: "modified" }]);
+    untouched();
+
+    // Bytes git reads back as the same blob are still other bytes; a new mode is drift too.
+    write(machine.into, "data.bin", "ab\r\r\ncd\n");
+    write(machine.into, "legacy.txt", "one\r\ntwo\r\nthree\r\n");
+    const edited = await checkWorktree(bindingOf(manifest), machine.into);
+    expect(edited.matches).toBe(false);
+    expect(edited.drift.paths).toEqual([
+      { path: "data.bin", change: "modified" },
+      { path: "legacy.txt", change: "modified" },
+    ]);
+    write(machine.into, "data.bin", "ab\r\r\ncd\r\n");
+    write(machine.into, "legacy.txt", "one\r\ntwo\r\n");
+    expect((await checkWorktree(bindingOf(manifest), machine.into)).matches).toBe(true);
+    chmodSync(join(machine.into, "data.bin"), 0o755);
+    remove(machine.into, "legacy.txt");
+    expect((await checkWorktree(bindingOf(manifest), machine.into)).drift.paths).toEqual([
+      { path: "data.bin", change: "modified" },
+      { path: "legacy.txt", change: "deleted" },
+    ]);
   });
 
   it("counts a repository that does not hold the recorded tree as drifted", async () => {

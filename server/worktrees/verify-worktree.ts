@@ -25,7 +25,11 @@ export async function checkWorktree(
 ): Promise<WorktreeVerification> {
   const manifest = checkRestoreRecord(binding);
   const { maxPaths = DEFAULT_MAX_PATHS, ...driftOptions } = opts;
-  const found = await compareWorktree(dir, { head: manifest.head, tree: manifest.tree }, driftOptions);
+  const found = await compareWorktree(
+    dir,
+    { head: manifest.head, tree: manifest.tree, verbatim: manifest.verbatim },
+    driftOptions,
+  );
   const count = (change: DriftedPath["change"]) => found.drifted.filter((d) => d.change === change).length;
   return {
     snapshotId: binding.snapshotId,
