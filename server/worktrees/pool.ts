@@ -18,6 +18,7 @@ import { randomUUID } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import type { CaptureManifest } from "../domain/capture-manifest.ts";
 import { filesystemClock, type FsClock } from "./fs-clock.ts";
 import { DEFAULT_LEASE_TIMINGS, heartbeatSchema, judgeLease, type LeaseJudgement, type LeaseTimings } from "./lease.ts";
 import {
@@ -133,8 +134,33 @@ const recordedSnapshotSchema = z.strictObject({
   /** Null: recorded on an unborn branch. */
   head: objectIdSchema.nullable(),
   tree: objectIdSchema,
+  /** The files it recorded verbatim (capture-manifest.ts), which verify compares by their bytes. */
+  verbatim: z
+    .array(
+      z.strictObject({
+        path: z.string().min(1).max(4096),
+        oid: objectIdSchema,
+        bytes: z
+          .strictObject({ digest: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() })
+          .optional(),
+      }),
+    )
+    .max(100_000)
+    .optional(),
 });
 export type RecordedSnapshot = z.infer<typeof recordedSnapshotSchema>;
+
+/** What a worktree's record remembers of a snapshot restored into it (or captured from it). */
+export function recordedSnapshotOf(snapshotId: string, manifest: CaptureManifest): RecordedSnapshot {
+  const { head, tree, verbatim } = manifest;
+  if (!verbatim?.length) return { id: snapshotId, head, tree };
+  return {
+    id: snapshotId,
+    head,
+    tree,
+    verbatim: verbatim.map(({ path, oid, bytes }) => (bytes ? { path, oid, bytes } : { path, oid })),
+  };
+}
 
 const worktreeRecordSchema = z.strictObject({
   version: z.literal(1),

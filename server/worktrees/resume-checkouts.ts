@@ -23,7 +23,7 @@ import type { ResumeCheckout, ResumePlan } from "../domain/resume-plan.ts";
 import type { RestoreOptions } from "../git/restore.ts";
 import { loadCaptureManifest, restoreSnapshot, type RestorePort } from "../restore/restore-snapshot.ts";
 import { poolKeyOf, type PoolRepository } from "./pool-key.ts";
-import type { RecordedSnapshot, WorktreePool } from "./pool.ts";
+import { recordedSnapshotOf, type RecordedSnapshot, type WorktreePool } from "./pool.ts";
 import type { ProcessIdentity } from "./process-identity.ts";
 import {
   DEFAULT_MAX_IDLE_PER_REPOSITORY,
@@ -141,13 +141,6 @@ function sameState(v: WorktreeVerification): string {
   return v.matches ? "matches its snapshot" : "HEAD moved forward over the recorded files";
 }
 
-function recordedOf(
-  binding: WorktreeBinding,
-  v: { tree: string; head: { recorded: string | null } },
-): RecordedSnapshot {
-  return { id: binding.snapshotId, head: v.head.recorded, tree: v.tree };
-}
-
 function outcomeOf(result: RestoreResult): ResumeOutcome {
   return result.status === "restored" ? "restored" : result.status;
 }
@@ -230,7 +223,11 @@ async function resumeInPool(
     if (held.origin === "retaken") {
       const v = await checkIfCheckout(binding, held.path);
       if (v && continuesAt(v)) {
-        if (v.matches) await recordWorktreeSnapshot(held, { snapshot: recordedOf(binding, v), env });
+        if (v.matches)
+          await recordWorktreeSnapshot(held, {
+            snapshot: recordedSnapshotOf(binding.snapshotId, binding.manifest),
+            env,
+          });
         await assertStillHeld(held);
         return { checkout: done("in-place", `its own pooled worktree ${sameState(v)}`, null), held };
       }
@@ -268,7 +265,7 @@ async function resumeInPool(
     }
     if (result.status === "restored") {
       await recordWorktreeSnapshot(held, {
-        snapshot: { id: binding.snapshotId, head: result.recorded.head, tree: result.recorded.tree },
+        snapshot: recordedSnapshotOf(binding.snapshotId, binding.manifest),
         env,
       });
     }

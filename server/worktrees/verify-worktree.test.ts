@@ -25,7 +25,9 @@ import {
   write,
 } from "../testing/repos.ts";
 import { publishCheckpointCapture } from "../testing/restore.ts";
+import { recordedSnapshotOf } from "./pool.ts";
 import { checkSnapshotWorktree, checkWorktree, verifyWorktree, type WorktreeBinding } from "./verify-worktree.ts";
+import { judgeCleanliness } from "./worktree-cleanliness.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -338,6 +340,9 @@ describe("verify a checkout against a snapshot record", () => {
     // git's own re-read takes the restored legacy.txt for another blob: that alone is no drift.
     const plain = await checkWorktree(bindingOf({ ...manifest, verbatim: undefined }), machine.into);
     expect(plain.drift.paths).toEqual([{ path: "legacy.txt", change: "modified" }]);
+    // A pool's record of the snapshot keeps its verbatim files: such a worktree is idle-clean.
+    const recorded = recordedSnapshotOf(SNAPSHOT_ID, manifest);
+    expect(await judgeCleanliness(machine.into, recorded)).toEqual({ state: "clean", detail: null });
     untouched();
 
     // Bytes git reads back as the same blob are still other bytes; a new mode is drift too.
