@@ -99,6 +99,18 @@ const verbatimFileSchema = z.object({
 });
 export type VerbatimFile = z.infer<typeof verbatimFileSchema>;
 
+/**
+ * The Git LFS object of a file that differs from HEAD, stored as a blob of its own: its LFS oid
+ * is the sha256 of its content, so it is also its digest in the catalog. No remote can be
+ * expected to have it (git lfs pushes objects with commits), so the capture keeps it
+ * (server/git/capture-lfs.ts) and a restore places it before it asks the remotes for the rest.
+ */
+const lfsObjectSchema = z.object({
+  oid: blobDigestSchema,
+  size: z.number().int().nonnegative(),
+});
+export type LfsObject = z.infer<typeof lfsObjectSchema>;
+
 const bundleRecordSchema = z.object({
   /** The bundle's layer; a bundle reused by a later capture keeps its uuid. */
   uuid: z.uuid(),
@@ -125,6 +137,8 @@ export const captureManifestSchema = z.object({
   omitted: z.array(omittedEntrySchema).max(100_000),
   /** Files a restore writes verbatim, sorted by path (absent when there are none). */
   verbatim: z.array(verbatimFileSchema).max(100_000).optional(),
+  /** LFS objects of files changed since HEAD, sorted by oid (absent when there are none). */
+  lfsObjects: z.array(lfsObjectSchema).max(100_000).optional(),
   filters: z.object({
     autocrlf: z.string().max(20).nullable(),
     eol: z.string().max(20).nullable(),
@@ -147,22 +161,28 @@ function verbatimBytes(manifest: CaptureManifest): { digest: string; size: numbe
   return (manifest.verbatim ?? []).flatMap((f) => (f.bytes ? [f.bytes] : []));
 }
 
+/** The blobs a manifest stores beside its patches and bundle: verbatim bytes, LFS objects. */
+function storedFiles(manifest: CaptureManifest): { digest: string; size: number }[] {
+  const lfs = (manifest.lfsObjects ?? []).map((o) => ({ digest: o.oid, size: o.size }));
+  return [...verbatimBytes(manifest), ...lfs];
+}
+
 /**
- * Every blob a manifest needs: its patches, the files they carry whole, its bundle, and the
- * bytes of files written verbatim.
+ * Every blob a manifest needs: its patches, the files they carry whole, its bundle, the bytes
+ * of files written verbatim, and the LFS objects of changed files.
  */
 export function manifestBlobDigests(manifest: CaptureManifest): string[] {
   const digests = manifest.patches.flatMap((p) => [p.digest, ...(p.files ?? []).map((f) => f.digest)]);
   if (manifest.bundle) digests.push(manifest.bundle.digest);
-  digests.push(...verbatimBytes(manifest).map((b) => b.digest));
+  digests.push(...storedFiles(manifest).map((b) => b.digest));
   return [...new Set(digests)];
 }
 
 /** The content size a manifest's blobs add up to. */
 export function manifestContentBytes(manifest: CaptureManifest): number {
   const files = (p: PatchLink) => (p.files ?? []).reduce((sum, f) => sum + f.size, 0);
-  const verbatim = verbatimBytes(manifest).reduce((sum, b) => sum + b.size, 0);
-  return manifest.patches.reduce((sum, p) => sum + p.size + files(p), 0) + (manifest.bundle?.size ?? 0) + verbatim;
+  const stored = storedFiles(manifest).reduce((sum, b) => sum + b.size, 0);
+  return manifest.patches.reduce((sum, p) => sum + p.size + files(p), 0) + (manifest.bundle?.size ?? 0) + stored;
 }
 
 /** The files written verbatim, as the "unchanged" test compares them (path and blob). */

@@ -229,6 +229,20 @@ function checkVerbatim(value: unknown, length: 40 | 64): void {
   });
 }
 
+/** The LFS objects a capture stored (capture-manifest.ts): each a sha256 and a size, once. */
+function checkLfsObjects(value: unknown): void {
+  if (value === undefined) return;
+  const oids = new Set<string>();
+  list(value, "lfsObjects", 100_000).forEach((object, i) => {
+    const at = `lfsObjects[${i}]`;
+    if (!isObj(object)) throw invalid(at, "not an object");
+    const oid = digest(object.oid, `${at}.oid`);
+    if (oids.has(oid)) throw invalid(`${at}.oid`, "a repeated object");
+    oids.add(oid);
+    byteCount(object.size, `${at}.size`);
+  });
+}
+
 function byteCount(value: unknown, field: string): void {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw invalid(field, "not a byte count");
 }
@@ -266,6 +280,7 @@ export function checkRestoreRecord(record: RestoreRecord): CaptureManifest {
   checkPatches(m, length, m.objectFormat);
   checkBundle(m, length);
   checkVerbatim(m.verbatim, length);
+  checkLfsObjects(m.lfsObjects);
   list(m.omitted, "omitted", 100_000).forEach((entry, i) => {
     if (!isObj(entry)) throw invalid(`omitted[${i}]`, "not an object");
     if (entry.commits !== undefined) {

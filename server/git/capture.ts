@@ -19,6 +19,7 @@ import {
 } from "../domain/capture-manifest.ts";
 import { StrataError, isStrataError } from "../domain/errors.ts";
 import { bundleUnpushed, findUnpushed, type UnpushedHistory } from "./bundle.ts";
+import { keptLfsObjects } from "./capture-lfs.ts";
 import { configKey, unpushedKey } from "./capture-memo.ts";
 import {
   attributeFilesIn,
@@ -190,7 +191,17 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
     const saved = Promise.all([configuration, treeAttributeTexts(), unpushed, verbatim]).then(() =>
       privateIndex.save(tree),
     );
-    const [snapshotCommit, config, attributes, environment, bundle, pending, written] = await Promise.all([
+    const lfsObjects = treeAttributeTexts().then((texts) =>
+      keptLfsObjects(git, {
+        root: layout.root,
+        commonDir: layout.commonDir,
+        head,
+        tree,
+        attributeTexts: texts,
+        previous,
+      }),
+    );
+    const [snapshotCommit, config, attributes, environment, bundle, pending, written, lfs] = await Promise.all([
       snapshot ? snapshot.write({ tree, head, now: now() }) : Promise.resolve(null),
       configuration,
       treeAttributeTexts(),
@@ -198,6 +209,7 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
       unpushed,
       built.patch ?? patchTo(head, { tree }),
       verbatimFiles,
+      lfsObjects,
       saved,
     ]);
     const chain = completeChain(pending, tree);
@@ -206,6 +218,7 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
     for (const artifact of chain.artifacts) artifacts.set(artifact.digest, artifact.bytes);
     if (bundle.bundle && bundle.bytes) artifacts.set(bundle.bundle.digest, bundle.bytes);
     for (const [digest, bytes] of written.artifacts) artifacts.set(digest, bytes);
+    for (const [digest, bytes] of lfs.artifacts) artifacts.set(digest, bytes);
 
     const manifest = captureManifestSchema.parse({
       version: 1,
@@ -219,6 +232,7 @@ async function captureOrThrow(dir: string, options: CaptureOptions): Promise<Cap
       bundle: bundle.bundle,
       omitted: sortOmitted([...omitted, ...bundle.omitted]),
       ...(written.entries.length > 0 ? { verbatim: written.entries } : {}),
+      ...(lfs.entries.length > 0 ? { lfsObjects: lfs.entries } : {}),
       filters: recordedFilters(config, attributes),
       envHash: environment.envHash,
       envFiles: environment.envFiles,
