@@ -66,6 +66,8 @@ const RESTORE_WARNINGS = [
   "shared-object-store",
   /** An interrupted earlier restore's staging directory could not be removed. */
   "stale-restore-retained",
+  /** Git LFS files whose object no source had: they hold their pointer, listed in `paths`. */
+  "lfs-objects-unavailable",
 ] as const;
 
 const restoreWarningSchema = z.strictObject({

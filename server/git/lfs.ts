@@ -4,7 +4,7 @@
 // remote's LFS store, and a checkout's smudge filter turns pointers back into content.
 import { join } from "node:path";
 import { blobContents, oidArg } from "./commands.ts";
-import { splitLines, type GitCommand, type GitRunner } from "./runner.ts";
+import { decodeUtf8, splitLines, type GitCommand, type GitRunner } from "./runner.ts";
 
 export interface LfsPointer {
   /** The content's sha256, which names the LFS object. */
@@ -71,4 +71,13 @@ export async function lfsPointersAmong(git: GitRunner, oids: readonly string[]):
     if (pointer) pointers.set(oid, pointer);
   }
   return pointers;
+}
+
+/** The git-lfs version line, or null when git-lfs is not installed (git knows no `lfs` command). */
+export function lfsVersion(): GitCommand<string | null> {
+  return {
+    args: ["lfs", "version"],
+    okExitCodes: [0, 1],
+    parse: (out) => (out.exitCode === 0 ? decodeUtf8(out.stdout).trim() : null),
+  };
 }

@@ -134,12 +134,89 @@ export function applyPatchToIndex(indexFile: string, patchFile: string): GitComm
 
 /**
  * Writes every index entry into the working tree and records the files' stat data, with one
- * writer per core (parallel checkout): creating files dominates a restore.
+ * writer per core (parallel checkout): creating files dominates a restore. Git LFS files are
+ * written as their pointers: a smudge filter would download each object from wherever this
+ * host's configuration points, possibly asking for credentials (restore-lfs.ts fetches them).
  */
 export function checkoutIndex(indexFile: string): GitCommand<void> {
   return {
     args: [...RESTORE_CONFIG, "-c", "checkout.workers=0", "checkout-index", "--all", "--force", "--index"],
+    env: { ...onIndex(indexFile), GIT_LFS_SKIP_SMUDGE: "1" },
+    parse: () => undefined,
+  };
+}
+
+// --- Git LFS ------------------------------------------------------------------------------------
+
+/** The filter `git lfs install` configures; a restored worktree with LFS files gets it locally. */
+export const LFS_FILTER_CONFIG: ReadonlyArray<readonly [string, string]> = [
+  ["filter.lfs.clean", "git-lfs clean -- %f"],
+  ["filter.lfs.smudge", "git-lfs smudge -- %f"],
+  ["filter.lfs.process", "git-lfs filter-process"],
+  ["filter.lfs.required", "true"],
+];
+
+/** The paths whose `filter` attribute is `lfs`, read with the .gitattributes files the index holds. */
+export function lfsFilteredPaths(indexFile: string, paths: readonly string[]): GitCommand<Set<string>> {
+  return {
+    args: [...RESTORE_CONFIG, "check-attr", "--cached", "-z", "--stdin", "filter"],
+    env: { GIT_INDEX_FILE: indexFile },
+    input: nulInput(paths),
+    parse: (out) => {
+      const fields = splitNul(out.stdout);
+      const lfs = new Set<string>();
+      for (let i = 0; i + 2 < fields.length; i += 3) if (fields[i + 2] === "lfs") lfs.add(fields[i] ?? "");
+      return lfs;
+    },
+  };
+}
+
+export interface LfsFetchSettings {
+  timeoutMs: number;
+  /** GIT_SSH_COMMAND for this call, or null to keep the user's. */
+  sshCommand: string | null;
+}
+
+/**
+ * Downloads the LFS objects the files of `tree` need from one remote (a URL: git-lfs serves
+ * `file://` ones with its own file transfer), skipping those already here. Never waits for
+ * input: no credential helper runs, git never prompts (the runner's GIT_TERMINAL_PROMPT=0), ssh
+ * runs in batch mode. The repository's .lfsconfig may name another LFS server, as in any clone.
+ * Exit 2 means some objects could not be had, which the caller finds out from what is here.
+ */
+export function lfsFetch(url: string, tree: string, s: LfsFetchSettings): GitCommand<void> {
+  if (url.startsWith("-")) throw new StrataError("INVALID_INPUT", "Refusing a remote that starts with '-'.");
+  return {
+    args: [
+      ...RESTORE_CONFIG,
+      "-c",
+      "credential.helper=",
+      "-c",
+      "lfs.fetchrecentalways=false",
+      "lfs",
+      "fetch",
+      // Every LFS file of the tree, whatever lfs.fetchinclude / lfs.fetchexclude say.
+      "--include=",
+      "--exclude=",
+      url,
+      oidArg(tree),
+    ],
+    env: s.sshCommand ? { GIT_SSH_COMMAND: s.sshCommand } : undefined,
+    timeoutMs: s.timeoutMs,
+    okExitCodes: [0, 2],
+    parse: () => undefined,
+  };
+}
+
+/**
+ * Writes these files of the index again through the LFS filter (configured in the repository),
+ * once their objects are in its LFS store: the smudge filter copies them, downloading nothing.
+ */
+export function smudgeLfsFiles(indexFile: string, paths: readonly string[]): GitCommand<void> {
+  return {
+    args: [...RESTORE_CONFIG, "checkout-index", "--force", "--index", "-z", "--stdin"],
     env: onIndex(indexFile),
+    input: nulInput(paths),
     parse: () => undefined,
   };
 }

@@ -122,7 +122,8 @@ export class RestoreHistory {
     return this.git.run(hasCommit(oid));
   }
 
-  private async ssh(): Promise<string | null> {
+  /** GIT_SSH_COMMAND for downloads from the remotes, or null when the user configured their own. */
+  async ssh(): Promise<string | null> {
     if (this.sshCommand !== undefined) return this.sshCommand;
     // The user's own ssh command wins; otherwise ssh must never wait for a key or a host prompt.
     const own =

@@ -4,7 +4,8 @@
 //   check the record (INVALID_SNAPSHOT) and the target (UNSAFE_TARGET)  — nothing runs or is written before
 //   fetch        HEAD's commit: the host's object store, the snapshot's bundle, or the remotes
 //   reconstruct  the patch chain applied to HEAD in the index, each link checked against its tree
-//   materialize  the files written from the index, then the files recorded verbatim
+//   materialize  the files written from the index, then the files recorded verbatim, then the
+//                Git LFS files' content (the snapshot's objects, then the recorded remotes)
 //   verify       every file re-read and compared with its recorded blob (verbatim ones: their bytes)
 //   publish      the staging directory renamed into place
 //
@@ -45,7 +46,8 @@ import {
   setConfig,
   setRef,
 } from "./restore-commands.ts";
-import { PUSHED_REF_PREFIX, RestoreHistory, type CommitSource } from "./restore-history.ts";
+import { fetchableRemotes, PUSHED_REF_PREFIX, RestoreHistory, type CommitSource } from "./restore-history.ts";
+import { restoreLfsFiles } from "./restore-lfs.ts";
 import { applyChain, pathsInPatch } from "./restore-patches.ts";
 import { checkTarget, createStaging, removeStaleRestores } from "./restore-staging.ts";
 import { writeVerbatimFiles, type VerbatimOutcome } from "./restore-verbatim.ts";
@@ -174,7 +176,16 @@ export async function restoreWorktree(
       baseEnv: opts.baseEnv ?? process.env,
       signal: opts.signal,
     });
-    const context: BuildContext = { git, manifest, opts, clock, history, indexFile: join(gitDir, "index"), scratch };
+    const context: BuildContext = {
+      git,
+      manifest,
+      opts,
+      clock,
+      history,
+      indexFile: join(gitDir, "index"),
+      scratch,
+      warnings,
+    };
     const { held, commitsFrom, headFailure } = await build(context);
     // When HEAD could not be had only because the bundle's pushed base could not be fetched,
     // that base is what is missing, not the commits the bundle holds.
@@ -221,6 +232,8 @@ interface BuildContext {
   history: RestoreHistory;
   indexFile: string;
   scratch: string;
+  /** The result's warnings, which writing the files may add to. */
+  warnings: RestoreWarning[];
 }
 
 interface Built {
@@ -321,12 +334,12 @@ async function atRecordedHead(c: BuildContext): Promise<Held> {
   };
 }
 
-/** Writes every file of the index, then the files the capture recorded verbatim. */
+/** Writes every file of the index, then the files the capture recorded verbatim, then LFS content. */
 async function materialize(c: BuildContext, tree: string): Promise<VerbatimOutcome> {
   c.opts.onProgress?.({ phase: "materialize", message: "writing files" });
   return c.clock.time("materialize", async () => {
     await c.git.run(checkoutIndex(c.indexFile));
-    return writeVerbatimFiles(c.git, {
+    const verbatim = await writeVerbatimFiles(c.git, {
       dir: c.git.cwd,
       indexFile: c.indexFile,
       tree,
@@ -336,6 +349,24 @@ async function materialize(c: BuildContext, tree: string): Promise<VerbatimOutco
       objectFormat: c.manifest.objectFormat,
       signal: c.opts.signal,
     });
+    // Only a repository whose attributes name the LFS filter can hold LFS files.
+    if (c.manifest.filters.drivers.some((d) => d.name === "lfs")) {
+      c.opts.onProgress?.({ phase: "materialize", message: "getting Git LFS objects" });
+      const warning = await restoreLfsFiles(c.git, {
+        gitDir: join(c.git.cwd, ".git"),
+        indexFile: c.indexFile,
+        tree,
+        stored: c.manifest.lfsObjects ?? [],
+        blobs: c.opts.blobs,
+        scratch: c.scratch,
+        remotes: fetchableRemotes(c.manifest),
+        fetchTimeoutMs: c.opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
+        sshCommand: () => c.history.ssh(),
+        signal: c.opts.signal,
+      });
+      if (warning) c.warnings.push(warning);
+    }
+    return verbatim;
   });
 }
 
