@@ -561,11 +561,14 @@ export function captureWarnings(manifest: CaptureManifest): RestoreWarning[] {
     });
   }
   const f = manifest.filters;
-  if (f.autocrlf || f.eol || f.drivers.length > 0) {
+  // Git LFS is not this host's conversion: the restore fetches the objects itself and names the
+  // files it could not (`lfs-objects-unavailable`).
+  const drivers = f.drivers.filter((d) => d.name !== "lfs");
+  if (f.autocrlf || f.eol || drivers.length > 0) {
     const settings = [
       f.autocrlf ? `core.autocrlf=${f.autocrlf}` : null,
       f.eol ? `core.eol=${f.eol}` : null,
-      ...f.drivers.map((d) => `filter driver ${d.name}`),
+      ...drivers.map((d) => `filter driver ${d.name}`),
     ].filter(Boolean);
     warnings.push({
       kind: "filters",
