@@ -124,6 +124,11 @@ export async function resetWorktree(
   if ((manifest.verbatim ?? []).length > 0) {
     return declined(new StrataError("TREE_MISMATCH", "The snapshot records files git would not write back."), false);
   }
+  // Git LFS files come through the restore's own fetch (restore-lfs.ts), never this host's
+  // smudge filter, which may ask a remote for credentials: such snapshots restore fresh.
+  if (manifest.filters.drivers.some((d) => d.name === "lfs")) {
+    return declined(new StrataError("TREE_MISMATCH", "The snapshot's repository stores files in Git LFS."), false);
+  }
   const layout = await discoverRepository(dir);
   if (!layout || layout.root !== dir) {
     return declined(new StrataError("NOT_A_REPOSITORY", `${dir} is not a checkout of its own.`), false);

@@ -20,6 +20,7 @@ import {
 } from "../testing/lfs.ts";
 import { git, removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
 import { memoryBlobSource } from "./restore-blobs.ts";
+import { resetWorktree } from "./reset-worktree.ts";
 import { restoreWorktree, type RestoreOptions } from "./restore.ts";
 
 beforeAll(requireGitLfs);
@@ -78,6 +79,19 @@ describe("Git LFS files in a restore", () => {
     expectTree(into, manifest);
     // The restored worktree reads its LFS files through the filter that wrote them.
     expect(git(into, ["config", "--local", "filter.lfs.process"]).trim()).toBe("git-lfs filter-process");
+  });
+
+  it("is never reset in place for reuse: an LFS snapshot restores fresh, nothing written", async () => {
+    const { root } = lfsCheckout({ "models/model.bin": MODEL });
+    const blobs = new Map<string, Buffer>();
+    const manifest = await captureInto(root, blobs);
+    const { into } = await restoreElsewhere(manifest, blobs);
+    const before = git(into, ["status", "--porcelain", "--ignored"]);
+    const report = await resetWorktree({ snapshotId: SNAPSHOT_ID, manifest }, into, manifest, {
+      blobs: memoryBlobSource(blobs),
+    });
+    expect(report).toMatchObject({ status: "declined", touched: false });
+    expect(git(into, ["status", "--porcelain", "--ignored"])).toBe(before);
   });
 
   it("restores an LFS file edited since HEAD, and one added, from the snapshot", async () => {
