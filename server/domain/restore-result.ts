@@ -124,6 +124,8 @@ export const restoreResultSchema = z.strictObject({
     nextStep: z.string().max(2000).nullable(),
   }),
   warnings: z.array(restoreWarningSchema),
+  /** This host's shared object store of the repository the restore used (null: none). */
+  objectStore: z.string().max(4096).nullable().optional(),
   timings: restoreTimingsSchema.optional(),
 });
 export type RestoreResult = z.infer<typeof restoreResultSchema>;

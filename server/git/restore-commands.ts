@@ -84,6 +84,13 @@ export function configuredSshCommand(): GitCommand<string | null> {
 export interface FetchSettings {
   /** `--depth=1`: only the commits asked for (a shallow repository). */
   shallow: boolean;
+  /** `--unshallow`: the full history behind a shallow repository's cut (not with `shallow`). */
+  unshallow?: boolean;
+  /**
+   * Keep what arrives as one pack (never loose objects): readers of a shared store that do not
+   * hold its lock then see all of a fetch's objects at once, or none.
+   */
+  wholePack?: boolean;
   timeoutMs: number;
   /** GIT_SSH_COMMAND for this call, or null to keep the user's. */
   sshCommand: string | null;
@@ -100,8 +107,9 @@ export function fetchRefspecs(url: string, refspecs: readonly string[], s: Fetch
     args: [
       ...RESTORE_CONFIG,
       ...FETCH_PROTOCOLS,
+      ...(s.wholePack ? ["-c", "fetch.unpackLimit=1"] : []),
       ...QUIET_FETCH,
-      ...(s.shallow ? ["--depth=1"] : []),
+      ...(s.shallow ? ["--depth=1"] : s.unshallow ? ["--unshallow"] : []),
       "--",
       url,
       ...refspecs,

@@ -1,7 +1,10 @@
 // Getting commits into a restore's repository: from the host's object store (borrowed through
 // alternates), from the snapshot's bundle of unpushed commits, or by a non-interactive fetch
 // from the recorded remotes (the commit alone first, the remote's branches when the remote
-// refuses to hand out a commit by id).
+// refuses to hand out a commit by id). With this host's shared store of the repository
+// (host-object-store.ts), fetches go into the store, under its lock, so every restore of the
+// repository borrows them.
+import { existsSync } from "node:fs";
 import { open, rm } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -15,10 +18,8 @@ import {
   refCommit,
   unbundle,
 } from "./restore-commands.ts";
+import { PUSHED_REF_PREFIX, pushedTipInStore, pushedTipRef, type HostObjectStore } from "./host-object-store.ts";
 import type { GitRunner } from "./runner.ts";
-
-/** Commits a remote is known to have are kept under this prefix (so captures don't bundle them). */
-export const PUSHED_REF_PREFIX = "refs/remotes/strata/pushed/";
 
 export interface FetchableRemote {
   name: string;
@@ -83,6 +84,8 @@ export interface HistoryOptions {
   fetchTimeoutMs: number;
   baseEnv: Readonly<Record<string, string | undefined>>;
   signal?: AbortSignal;
+  /** This host's shared store of the repository: fetches go there (the restore borrows it). */
+  store?: HostObjectStore | null;
 }
 
 /** Where a commit came from. */
@@ -101,6 +104,10 @@ export class RestoreHistory {
   bundleFailure: StrataError | null = null;
   /** Commits fetched from a remote (so known to be pushed). */
   readonly fetched = new Set<string>();
+  /** Branch tips fetched from a remote, by the ref they are kept under in a shared store. */
+  readonly fetchedTips = new Map<string, string>();
+  /** The remote each fetched commit came from. */
+  readonly fetchedFrom = new Map<string, string>();
   /** The last fetch failure, for the message of COMMITS_UNAVAILABLE. */
   lastFetchFailure: StrataError | null = null;
   /**
@@ -134,15 +141,29 @@ export class RestoreHistory {
     return this.sshCommand;
   }
 
-  private async tryFetch(remote: FetchableRemote, refspecs: string[], shallow: boolean): Promise<boolean> {
+  /**
+   * Fetches refspecs from a remote into this repository, or into the shared store under its
+   * lock (skipped when `wanted` got there meanwhile, fetched by a concurrent restore). A full
+   * fetch into a shallow store also fetches the history behind its cut.
+   */
+  private async tryFetch(
+    remote: FetchableRemote,
+    refspecs: string[],
+    shallow: boolean,
+    wanted?: string,
+  ): Promise<boolean> {
+    const store = this.opts.store;
+    const settings = { shallow, timeoutMs: this.opts.fetchTimeoutMs, sshCommand: await this.ssh() };
     try {
-      await this.git.run(
-        fetchRefspecs(remote.fetchUrl, refspecs, {
-          shallow,
-          timeoutMs: this.opts.fetchTimeoutMs,
-          sshCommand: await this.ssh(),
-        }),
-      );
+      if (store) {
+        await store.withLock(async () => {
+          if (wanted && (await store.git.run(hasCommit(wanted)))) return;
+          const unshallow = !shallow && existsSync(join(store.dir, "shallow"));
+          await store.git.run(fetchRefspecs(remote.fetchUrl, refspecs, { ...settings, unshallow, wholePack: true }));
+        });
+      } else {
+        await this.git.run(fetchRefspecs(remote.fetchUrl, refspecs, settings));
+      }
       if (shallow) this.shallow = true;
       return true;
     } catch (error) {
@@ -160,9 +181,10 @@ export class RestoreHistory {
   async fetchCommit(oid: string): Promise<boolean> {
     if (await this.has(oid)) return true;
     for (const remote of this.remotes) {
-      if (await this.tryFetch(remote, [`${oid}:${PUSHED_REF_PREFIX}${oid}`], true)) {
+      if (await this.tryFetch(remote, [`${oid}:${PUSHED_REF_PREFIX}${oid}`], true, oid)) {
         if (await this.has(oid)) {
           this.fetched.add(oid);
+          this.fetchedFrom.set(oid, remote.name);
           return true;
         }
       }
@@ -173,25 +195,37 @@ export class RestoreHistory {
       if (!(await this.tryFetch(remote, [`+refs/heads/*:refs/remotes/${remote.name}/*`], false))) continue;
       if (await this.has(oid)) {
         this.fetched.add(oid);
+        this.fetchedFrom.set(oid, remote.name);
         return true;
       }
     }
     return false;
   }
 
-  /** The tip of a branch (or of the remote's HEAD when `branch` is null) on the first remote that has it. */
+  /**
+   * The tip of a branch (or of the remote's HEAD when `branch` is null) on the first remote that
+   * has it; when no remote answers, the tip the shared store knows pushed to one of them.
+   */
   async fetchBranchTip(branch: string | null): Promise<string | null> {
+    const store = this.opts.store;
     for (const [i, remote] of this.remotes.entries()) {
       const ref = `${PUSHED_REF_PREFIX}tip-${i}`;
       const source = branch === null ? "HEAD" : `refs/heads/${branch}`;
       if (!(await this.tryFetch(remote, [`+${source}:${ref}`], true))) continue;
-      const tip = await this.git.run(refCommit(ref));
+      const tip = await (store?.git ?? this.git).run(refCommit(ref));
       if (tip) {
         this.fetched.add(tip);
+        this.fetchedTips.set(pushedTipRef(remote.name, branch), tip);
         return tip;
       }
     }
-    return null;
+    if (!store) return null;
+    const known = await pushedTipInStore(
+      store,
+      this.remotes.map((r) => r.name),
+      branch,
+    );
+    return known && (await this.has(known)) ? known : null;
   }
 
   /** Reads the bundle (once): its header, or null when it cannot be had (see bundleFailure). */

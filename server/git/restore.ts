@@ -35,6 +35,17 @@ import {
   type RestoreWarning,
 } from "../domain/restore-result.ts";
 import { existingObjects, isObjectId, writeTree } from "./commands.ts";
+import {
+  hostObjectStorePath,
+  openHostObjectStore,
+  PUSHED_REF_PREFIX,
+  pushedCommitsInStore,
+  pushedTipRef,
+  recordPushedInStore,
+  setRefs,
+  shallowCommitsInStore,
+  type HostObjectStore,
+} from "./host-object-store.ts";
 import { copyBlobToFile, type BlobSource } from "./restore-blobs.ts";
 import {
   checkoutIndex,
@@ -46,7 +57,7 @@ import {
   setConfig,
   setRef,
 } from "./restore-commands.ts";
-import { fetchableRemotes, PUSHED_REF_PREFIX, RestoreHistory, type CommitSource } from "./restore-history.ts";
+import { fetchableRemotes, RestoreHistory, type CommitSource } from "./restore-history.ts";
 import { restoreLfsFiles } from "./restore-lfs.ts";
 import { applyChain, pathsInPatch } from "./restore-patches.ts";
 import { checkTarget, createStaging, removeStaleRestores } from "./restore-staging.ts";
@@ -71,6 +82,13 @@ export interface RestoreOptions {
    * borrowed through alternates, so it must outlive the restored worktree.
    */
   objectStore?: string | null;
+  /**
+   * This host's shared object stores, one per repository (`<dataDir>/objects`): the restore
+   * borrows the store of the snapshot's repository (created on first use), fetches missing
+   * commits into it and records there the commits known pushed. Unused when the snapshot
+   * records no remote.
+   */
+  objectStores?: string | null;
   /** Commits of earlier snapshots of the same checkout, nearest first (ladder rung b). */
   candidates?: readonly string[];
   /** Throw the first content failure instead of walking the degraded ladder. */
@@ -162,11 +180,13 @@ export async function restoreWorktree(
     const scratch = join(gitDir, "strata-restore");
     await git.run(initRestoreRepository(staging.dir, manifest.objectFormat));
     await mkdir(scratch);
-    if (opts.objectStore) {
-      await borrowObjects(gitDir, opts.objectStore);
+    const store = await sharedStoreOf(manifest, opts);
+    const borrowed = [opts.objectStore, store?.dir].filter((s): s is string => Boolean(s));
+    if (borrowed.length > 0) {
+      await borrowObjects(gitDir, borrowed);
       warnings.push({
         kind: "shared-object-store",
-        message: `The restored repository borrows objects from ${opts.objectStore}; keep that store while the worktree is used.`,
+        message: `The restored repository borrows objects from ${borrowed.join(" and ")}; keep that store while the worktree is used.`,
       });
     }
     const history = new RestoreHistory(git, manifest, {
@@ -175,6 +195,7 @@ export async function restoreWorktree(
       fetchTimeoutMs: opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
       baseEnv: opts.baseEnv ?? process.env,
       signal: opts.signal,
+      store,
     });
     const context: BuildContext = {
       git,
@@ -199,14 +220,15 @@ export async function restoreWorktree(
       commitsFrom: source,
     });
 
+    const objectStore = store?.dir ?? null;
     if (!held) {
       const result = nothingRestored(record.snapshotId, manifest, headFailure, missingBase, warnings);
       await staging.discard();
-      return { path: null, result: { ...result, timings: timings(commitsFrom) } };
+      return { path: null, result: { ...result, objectStore, timings: timings(commitsFrom) } };
     }
-    await finalizeRepository(git, record.snapshotId, manifest, held, history);
+    await finalizeRepository(git, record.snapshotId, manifest, held, history, store);
     const missingCommits = missingBase.length > 0 ? missingBase : await commitsNotHeld(git, manifest);
-    if (history.shallow) {
+    if (history.shallow || (store && (await shallowCommitsInStore(store)).length > 0)) {
       warnings.push({
         kind: "shallow-history",
         message:
@@ -217,7 +239,7 @@ export async function restoreWorktree(
     opts.onProgress?.({ phase: "publish", message: `moving the worktree into ${target}` });
     await clock.time("publish", () => staging.publish());
     const result = resultOf(record.snapshotId, manifest, held, missingCommits, missingBase, warnings);
-    return { path: target, result: { ...result, timings: timings(commitsFrom) } };
+    return { path: target, result: { ...result, objectStore, timings: timings(commitsFrom) } };
   } catch (error) {
     await staging.discard();
     throw error;
@@ -281,7 +303,7 @@ async function build(c: BuildContext): Promise<Built> {
       pathsComplete: false,
       cause: headFailure,
     },
-    commitsFrom: closest.basis === "branch-tip" || history.fetched.has(closest.oid) ? "remote" : "object-store",
+    commitsFrom: history.fetched.has(closest.oid) ? "remote" : "object-store",
     headFailure,
   };
 }
@@ -477,17 +499,35 @@ function changeSetOf(link: PatchLink, reason: MissingChangeSet["reason"]): Missi
   return { uuid: link.uuid, kind: link.kind, digest: link.digest, size: link.size, reason };
 }
 
-/** Borrows a host object store through alternates (objects are read there, never copied). */
-async function borrowObjects(gitDir: string, store: string): Promise<void> {
-  const root = resolve(store);
-  const candidates = [join(root, "objects"), join(root, ".git", "objects")];
-  const objects = candidates.find((dir) => existsSync(join(dir, "info")) || existsSync(join(dir, "pack")));
-  if (!objects || !(await stat(objects)).isDirectory()) {
-    throw new StrataError("INVALID_INPUT", `${JSON.stringify(store)} is not a git repository's object store.`, {
-      hint: "Pass a repository (or a git directory) on this host, or no object store at all.",
-    });
+/** This host's shared store of the snapshot's repository, opened (created on first use), or null. */
+async function sharedStoreOf(manifest: CaptureManifest, opts: RestoreOptions): Promise<HostObjectStore | null> {
+  if (!opts.objectStores) return null;
+  const remotes = fetchableRemotes(manifest).map((r) => ({ name: r.name, url: r.fetchUrl }));
+  const dir = hostObjectStorePath(resolve(opts.objectStores), remotes, manifest.objectFormat);
+  if (!dir) return null;
+  return openHostObjectStore(dir, manifest.objectFormat, {
+    gitPath: opts.gitPath,
+    baseEnv: opts.baseEnv,
+    timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    signal: opts.signal,
+  });
+}
+
+/** Borrows host object stores through alternates (objects are read there, never copied). */
+async function borrowObjects(gitDir: string, stores: readonly string[]): Promise<void> {
+  const lines: string[] = [];
+  for (const store of stores) {
+    const root = resolve(store);
+    const candidates = [join(root, "objects"), join(root, ".git", "objects")];
+    const objects = candidates.find((dir) => existsSync(join(dir, "info")) || existsSync(join(dir, "pack")));
+    if (!objects || !(await stat(objects)).isDirectory()) {
+      throw new StrataError("INVALID_INPUT", `${JSON.stringify(store)} is not a git repository's object store.`, {
+        hint: "Pass a repository (or a git directory) on this host, or no object store at all.",
+      });
+    }
+    lines.push(`${objects}\n`);
   }
-  await writeFile(join(gitDir, "objects", "info", "alternates"), `${objects}\n`);
+  await writeFile(join(gitDir, "objects", "info", "alternates"), lines.join(""));
 }
 
 /** HEAD and the branch as recorded, the recorded remotes, and refs for commits known pushed. */
@@ -497,6 +537,7 @@ export async function finalizeRepository(
   manifest: CaptureManifest,
   held: Pick<Held, "stage" | "head">,
   history: RestoreHistory,
+  store: HostObjectStore | null = null,
 ): Promise<void> {
   // Which snapshot this worktree was restored from, and how far: a later capture here can name
   // the original in degradedFrom when the restore was partial.
@@ -523,10 +564,44 @@ export async function finalizeRepository(
     !manifest.omitted.some((o) => BUNDLE_OMISSIONS.has(o.reason)) &&
     manifest.remotes.length > 0;
   if (everythingPushed && held.head === manifest.head && held.head) pushed.add(held.head);
+  if (store) {
+    await shareWithStore(git, store, manifest, pushed, history);
+    return;
+  }
   if (pushed.size === 0) return;
   const present = await git.run(existingObjects([...pushed]));
   for (const oid of pushed) {
     if (present.has(oid) && !history.fetched.has(oid)) await git.run(setRef(`${PUSHED_REF_PREFIX}${oid}`, oid));
+  }
+}
+
+/**
+ * Records in the shared store what this restore learnt was pushed (the pushed base, fetched
+ * commits and branch tips; the base under `<remote>/<branch>` too, so the degraded ladder finds
+ * it when the remote is gone), then gives the restored repository its own copy of every commit
+ * the store knows pushed (refs are not borrowed through alternates) and the store's shallow cut.
+ */
+async function shareWithStore(
+  git: GitRunner,
+  store: HostObjectStore,
+  manifest: CaptureManifest,
+  pushed: ReadonlySet<string>,
+  history: RestoreHistory,
+): Promise<void> {
+  const tips = new Map(history.fetchedTips);
+  const base = [...pushed];
+  const from = base.length === 1 && base[0] ? history.fetchedFrom.get(base[0]) : undefined;
+  if (from && base[0]) tips.set(pushedTipRef(from, manifest.branch), base[0]);
+  await recordPushedInStore(store, [...new Set([...pushed, ...history.fetched])], tips);
+  const known = await pushedCommitsInStore(store);
+  const present = await git.run(existingObjects([...new Set([...known, ...pushed])]));
+  const refs = new Map([...present].map((oid) => [`${PUSHED_REF_PREFIX}${oid}`, oid]));
+  if (refs.size > 0) await git.run(setRefs(refs));
+  const cut = await shallowCommitsInStore(store);
+  if (cut.length > 0) {
+    const file = join(git.cwd, ".git", "shallow");
+    const own = existsSync(file) ? (await readFile(file, "utf8")).split("\n").filter(Boolean) : [];
+    await writeFile(file, `${[...new Set([...own, ...cut])].join("\n")}\n`);
   }
 }
 
