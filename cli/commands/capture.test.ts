@@ -1,10 +1,21 @@
 // `strata capture` as an agent runs it, against a catalog of each kind: real process, real exit codes.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { STRATA_BIN } from "../../server/testing/cli.ts";
 import { describeEachDatabase } from "../../server/testing/databases.ts";
-import { initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../../server/testing/repos.ts";
+import {
+  commitAll,
+  git,
+  initRepository,
+  removeTemporaryDirectories,
+  temporaryDirectory,
+  write,
+} from "../../server/testing/repos.ts";
 import { makeAgent, uniqueName } from "../../server/testing/lineage.ts";
+import { openWorktreePool, poolDirectory, readRecord } from "../../server/worktrees/pool.ts";
+import { processOnThisMachine } from "../../server/worktrees/process-identity.ts";
+import { releaseWorktree, takeWorktree } from "../../server/worktrees/take-worktree.ts";
+import { judgeCleanliness } from "../../server/worktrees/worktree-cleanliness.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -72,6 +83,64 @@ describeEachDatabase("strata capture", (catalog) => {
     expect(JSON.parse(named.stdout)).toMatchObject({ outcome: "unchanged", snapshotId: result.snapshotId });
     await db.agent.update({ where: { id: agentId }, data: { disabledAt: new Date() } });
     expect(strata([...args, "--agent", agent.name], local).code).toBe(8);
+  }, 180_000);
+});
+
+describeEachDatabase("strata capture in a pooled worktree", (catalog) => {
+  it("records the snapshot in the worktree's record while the task holds it, nothing once another took it", async () => {
+    const agent = await makeAgent(catalog().db);
+    const dataDir = temporaryDirectory("strata-data-");
+    const host = "pool-host";
+    const env = { DATABASE_URL: catalog().url, STRATA_TOKEN: agent.token, STRATA_DATA_DIR: dataDir, STRATA_HOST: host };
+    const pool = await openWorktreePool({ dir: poolDirectory(dataDir), host });
+    const repository = { identity: `example.invalid/acme/${uniqueName("app")}`, name: "app" };
+    const context = uniqueName("wc");
+    // Held by this process, which runs the capture: the capture's ancestor holds it.
+    const held = await takeWorktree(pool, repository, { owner: context });
+    git(held.path, ["init", "--quiet", "--initial-branch=main"]);
+    write(held.path, "a.txt", "a\n");
+    commitAll(held.path, "first");
+    write(held.path, "a.txt", "a, edited in the pool\n");
+    const args = [held.path, "--context", context, "--repository", repository.identity, "--json"];
+
+    const captured = strata(args, env);
+    expect(captured.code).toBe(0);
+    const { snapshotId } = JSON.parse(captured.stdout) as { snapshotId: string };
+    const record = async () => {
+      const read = await readRecord(pool, held.name);
+      if (!read.found) throw new Error("no record");
+      return read.record;
+    };
+    expect((await record()).snapshot).toMatchObject({
+      id: snapshotId,
+      head: git(held.path, ["rev-parse", "HEAD"]).trim(),
+    });
+    expect(await releaseWorktree(held)).toBe("released");
+    expect(await judgeCleanliness(held.path, (await record()).snapshot)).toEqual({ state: "clean", detail: null });
+
+    // Another task (a process that is not the capture's ancestor) took it meanwhile.
+    const other = spawn("sleep", ["60"], { stdio: "ignore" });
+    try {
+      const taken = await takeWorktree(pool, repository, {
+        owner: "another-task",
+        reuse: () => true,
+        holder: await processOnThisMachine(other.pid!, host),
+      });
+      expect(taken.name).toBe(held.name);
+      taken.lease.stop();
+      write(held.path, "a.txt", "edited after the worktree was lost\n");
+      const snapshots = await catalog().db.snapshot.count();
+      const lost = strata(
+        args.filter((a) => a !== "--json"),
+        env,
+      );
+      expect(lost.code).toBe(6);
+      expect(lost.stderr).toContain("warning (pooled-worktree-lost)");
+      expect(await catalog().db.snapshot.count()).toBe(snapshots);
+      expect(await record()).toMatchObject({ owner: "another-task", snapshot: { id: snapshotId } });
+    } finally {
+      other.kill();
+    }
   }, 180_000);
 });
 

@@ -147,6 +147,34 @@ function describe(result: CapturePublishResult): string {
 }
 
 /**
+ * The pooled worktree of this host's pool the checkout is, with whether the capturing task
+ * still holds it; null for any other checkout (a path test; nothing of the pool is loaded), or
+ * when the configuration is unusable.
+ */
+async function pooledCheckout(root: string, owner: string | null) {
+  const [{ loadConfig }, { poolDirectory, pooledWorktreeName }] = await Promise.all([
+    import("../../server/config/config.ts"),
+    import("../../server/worktrees/pool-directory.ts"),
+  ]);
+  let config;
+  try {
+    config = loadConfig();
+  } catch {
+    return null;
+  }
+  const poolDir = poolDirectory(config.dataDir);
+  const name = await pooledWorktreeName(root, poolDir);
+  if (name === null) return null;
+  const pooling = await import("../../server/worktrees/capture-pooled.ts");
+  const worktree = await pooling.capturedWorktree(name, { poolDir, host: config.host, owner });
+  return worktree && { ...worktree, record: pooling.recordCapturedSnapshot };
+}
+
+function warningLine(warning: { kind: string; message: string }): string {
+  return `strata: warning (${warning.kind}): ${warning.message}\n`;
+}
+
+/**
  * Runs a capture against this machine's catalog. The catalog is first read over its driver
  * (quick-catalog.ts: the migration check, the agent, the lineage head); Prisma is opened only
  * when the capture has something to publish.
@@ -217,6 +245,14 @@ export function registerCapture(program: Command): void {
         ]);
         const checkout = await describeCheckout(dir);
         const target = targetFor(checkout, opts);
+        // A pooled worktree another task took meanwhile: nothing from it is recorded.
+        const pooled = await pooledCheckout(checkout.layout.root, opts.context ?? null);
+        if (pooled && "lost" in pooled) {
+          if (json) emit(true, { outcome: "not-recorded", warnings: [pooled.lost] }, "");
+          else process.stderr.write(warningLine(pooled.lost));
+          process.exitCode = CAPTURE_EXIT.REFUSED;
+          return;
+        }
         const options: Omit<CapturePublishOptions, "target"> = {
           dir,
           checkout,
@@ -237,8 +273,21 @@ export function registerCapture(program: Command): void {
         } else {
           result = await captureLocally(opts.agent, run);
         }
+        // The worktree's record now names this snapshot, while the task still holds it.
+        const recorded = pooled
+          ? await pooled.record(pooled.held, { id: result.snapshotId, manifest: result.manifest })
+          : "recorded";
+        const warnings: Array<{ kind: string; message: string }> = [];
+        if (typeof recorded === "object") warnings.push(recorded);
+        if (recorded === "busy") {
+          warnings.push({
+            kind: "pooled-worktree-busy",
+            message: "the pooled worktree's lock stayed taken: its record does not name this snapshot",
+          });
+        }
         if (!json) progressDone(`strata: ${result.outcome}`);
-        emit(json, result, describe(result));
+        emit(json, warnings.length > 0 ? { ...result, warnings } : result, describe(result));
+        if (!json) for (const warning of warnings) process.stderr.write(warningLine(warning));
       } catch (error) {
         if (!isStrataError(error)) throw error;
         if (json) emit(true, { outcome: "failed", error: error.toJSON() }, "");

@@ -64,10 +64,7 @@ export interface WorktreePool {
   readonly clock: FsClock;
 }
 
-/** Where Strata keeps its pool: under the data directory (STRATA_DATA_DIR). */
-export function poolDirectory(dataDir: string): string {
-  return join(dataDir, "worktrees");
-}
+export { poolDirectory } from "./pool-directory.ts";
 
 export async function openWorktreePool(opts: WorktreePoolOptions): Promise<WorktreePool> {
   const dir = resolve(opts.dir);

@@ -79,7 +79,7 @@ export interface TakeWorktreeOptions {
   holder?: ProcessIdentity;
 }
 
-function pooledWorktreeLost(held: Pick<HeldWorktree, "name" | "path">): PooledWorktreeLost {
+export function pooledWorktreeLost(held: Pick<HeldWorktree, "name" | "path">): PooledWorktreeLost {
   return {
     kind: "pooled-worktree-lost",
     message:
@@ -243,18 +243,19 @@ export async function releaseWorktree(held: HeldWorktree): Promise<"released" | 
 }
 
 /**
- * Changes the record of a worktree this take holds, under its lock and only while the record is
- * still this take's: `lost` when another task took it; `busy` when its lock stayed taken.
+ * Changes a worktree's record under its lock and only while `ours(record)` holds: `lost` when
+ * it does not (another task took it); `busy` when its lock stayed taken.
  */
-async function changeHeldRecord(
-  held: HeldWorktree,
+export async function changeRecordWhileOurs(
+  pool: WorktreePool,
+  name: string,
+  ours: (record: WorktreeRecord) => boolean | Promise<boolean>,
   change: () => Promise<Partial<Omit<WorktreeRecord, "revision">>>,
 ): Promise<"changed" | "lost" | "busy"> {
-  const { pool, name } = held;
   for (let attempt = 0; attempt < 50; attempt++) {
     const outcome = await withWorktreeLock(pool, name, async (lock) => {
       const read = await readRecord(pool, name);
-      if (!read.found || read.record.take?.token !== held.lease.token) return "lost" as const;
+      if (!read.found || !(await ours(read.record))) return "lost" as const;
       const next = revised(read.record, await change());
       if (!(await lock.stillHeld()) || !(await replaceRecord(pool, read.record, next))) return null;
       return "changed" as const;
@@ -263,6 +264,14 @@ async function changeHeldRecord(
     await new Promise((r) => setTimeout(r, 100));
   }
   return "busy";
+}
+
+/** Changes the record of a worktree this take holds, while the record is still this take's. */
+function changeHeldRecord(
+  held: HeldWorktree,
+  change: () => Promise<Partial<Omit<WorktreeRecord, "revision">>>,
+): Promise<"changed" | "lost" | "busy"> {
+  return changeRecordWhileOurs(held.pool, held.name, (record) => record.take?.token === held.lease.token, change);
 }
 
 /**
