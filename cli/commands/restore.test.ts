@@ -1,6 +1,6 @@
 // strata restore / acquire / export / import as a user runs them: real processes against a
 // catalog of each kind (and once through a real HTTP server), real exit codes and output.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../../server/testing/databases.ts";
@@ -23,6 +23,7 @@ function machine() {
 describeEachDatabase("strata restore, acquire, export and import", (catalog, kind) => {
   let agent: TestAgent;
   let env: Record<string, string>;
+  let dataDir: string;
   let captured: CapturedCheckout;
   let snapshotId: string;
   let workContextId: string;
@@ -30,7 +31,8 @@ describeEachDatabase("strata restore, acquire, export and import", (catalog, kin
 
   beforeAll(async () => {
     agent = await makeAgent(catalog().db, "cli-restorer");
-    env = { DATABASE_URL: catalog().url };
+    dataDir = temporaryDirectory("strata-data-");
+    env = { DATABASE_URL: catalog().url, STRATA_DATA_DIR: dataDir };
     captured = await CHECKOUT_FIXTURES[2]!.make();
     workContextId = uniqueName("wc");
     snapshotId = await publishCheckpointCapture(
@@ -64,6 +66,32 @@ describeEachDatabase("strata restore, acquire, export and import", (catalog, kin
     git(m.into, ["update-index", "-q", "--really-refresh"]);
     expect(git(m.into, ["write-tree"]).trim()).toBe(captured.manifest.tree);
   });
+
+  it("borrows this host's shared store of the repository by default, none with --no-object-store", async () => {
+    const restore = async (extra: string[]) => {
+      const m = machine();
+      const run = await runStrata(
+        ["restore", snapshotId, "--into", m.into, "--state-dir", m.stateDir, "--agent", agent.name, "--json", ...extra],
+        env,
+      );
+      expect(run.code, run.stderr).toBe(0);
+      const out = JSON.parse(run.stdout) as { result: RestoreResult };
+      return { into: m.into, result: out.result };
+    };
+    const shared = await restore([]);
+    expect(shared.result.objectStore).toMatch(new RegExp(`^${join(dataDir, "objects")}/.+\\.git$`));
+    const alternates = readFileSync(join(shared.into, ".git", "objects", "info", "alternates"), "utf8");
+    expect(alternates.trim()).toBe(join(shared.result.objectStore!, "objects"));
+    const again = await restore([]);
+    expect(again.result.objectStore).toBe(shared.result.objectStore);
+    expect(again.result.timings?.commitsFrom).not.toBe("remote");
+
+    const none = await restore(["--no-object-store"]);
+    expect(none.result.objectStore).toBeNull();
+    expect(existsSync(join(none.into, ".git", "objects", "info", "alternates"))).toBe(false);
+    git(none.into, ["update-index", "-q", "--really-refresh"]);
+    expect(git(none.into, ["write-tree"]).trim()).toBe(captured.manifest.tree);
+  }, 120_000);
 
   it("tells refusals apart by exit code, writing nothing", async () => {
     const m = machine();

@@ -118,6 +118,25 @@ function defaultStateDir(): string {
   return join(homedir(), ".strata");
 }
 
+/**
+ * The object store a restore borrows: the repository given by hand, none with
+ * --no-object-store, else this host's shared store of the snapshot's repository (under
+ * STRATA_DATA_DIR; used when the snapshot records a remote).
+ */
+async function objectStoreOptions(flag: string | false | undefined) {
+  if (flag === false) return { objectStore: null, objectStores: null };
+  if (flag) return { objectStore: resolve(flag), objectStores: null };
+  const [{ loadConfig }, { objectStoresDirectory }] = await Promise.all([
+    import("../../server/config/config.ts"),
+    import("../../server/git/host-object-store.ts"),
+  ]);
+  return { objectStore: null, objectStores: objectStoresDirectory(loadConfig().dataDir) };
+}
+
+const OBJECT_STORE_HELP =
+  "borrow this repository's objects instead of this host's shared store of the snapshot's repository";
+const NO_OBJECT_STORE_HELP = "borrow no object store (fetch into the restored repository itself)";
+
 function onProgress(json: boolean) {
   return (event: RestoreProgress) => {
     if (!json) progress(`${event.phase}: ${event.message}`);
@@ -208,7 +227,8 @@ function describeAcquire(done: AcquireAndRestoreResult, into: string): string {
 
 interface RestoreFlags extends ConnectionFlags {
   into: string;
-  objectStore?: string;
+  /** A repository to borrow by hand, or false (--no-object-store): none at all. */
+  objectStore?: string | false;
   exact?: boolean;
   stateDir?: string;
   json?: boolean;
@@ -222,7 +242,7 @@ interface AcquireFlags extends ConnectionFlags {
   workContext?: string;
   into: string;
   host?: string;
-  objectStore?: string;
+  objectStore?: string | false;
   stateDir?: string;
   json?: boolean;
 }
@@ -240,7 +260,8 @@ export function registerRestore(program: Command): void {
       .argument("<snapshot>", "the snapshot id")
       .description("restore a snapshot into a new or empty directory, verified to its recorded tree")
       .requiredOption("--into <dir>", "the directory to create (or an empty one)")
-      .option("--object-store <repo>", "a repository on this host whose objects the restore may borrow")
+      .option("--object-store <repo>", OBJECT_STORE_HELP)
+      .option("--no-object-store", NO_OBJECT_STORE_HELP)
       .option("--exact", "fail instead of restoring less than the snapshot (no degraded ladder)")
       .option("--state-dir <dir>", "this host's restore state (crash records)", defaultStateDir())
       .option("--json", "print the result as JSON"),
@@ -248,11 +269,12 @@ export function registerRestore(program: Command): void {
     const json = Boolean(flags.json);
     await reporting(json, "restore", async () => {
       const { restoreSnapshot } = await restoring();
+      const stores = await objectStoreOptions(flags.objectStore);
       const report = await withRestorePort(flags, (port) =>
         restoreSnapshot(port, {
           snapshotId,
           into: resolve(flags.into),
-          objectStore: flags.objectStore ? resolve(flags.objectStore) : null,
+          ...stores,
           exactOnly: Boolean(flags.exact),
           stateDir: resolve(flags.stateDir ?? defaultStateDir()),
           hold: true,
@@ -282,7 +304,8 @@ export function registerRestore(program: Command): void {
       .option("--work-context <id>", "the durable work identity to resume (omit for new work)")
       .requiredOption("--into <dir>", "the workspace directory to create (or an empty one)")
       .option("--host <name>", "this worker host's name", hostname())
-      .option("--object-store <repo>", "a repository on this host whose objects the restore may borrow")
+      .option("--object-store <repo>", OBJECT_STORE_HELP)
+      .option("--no-object-store", NO_OBJECT_STORE_HELP)
       .option("--state-dir <dir>", "this host's restore state (crash records)", defaultStateDir())
       .option("--json", "print the result as JSON"),
   ).action(async (flags: AcquireFlags) => {
@@ -290,6 +313,7 @@ export function registerRestore(program: Command): void {
     await reporting(json, "restore", async () => {
       const into = resolve(flags.into);
       const { acquireAndRestore } = await restoring();
+      const stores = await objectStoreOptions(flags.objectStore);
       const done = await withRestorePort(flags, (port) =>
         acquireAndRestore(port, {
           acquire: {
@@ -301,7 +325,7 @@ export function registerRestore(program: Command): void {
           },
           into,
           host: flags.host ?? hostname(),
-          objectStore: flags.objectStore ? resolve(flags.objectStore) : null,
+          ...stores,
           stateDir: resolve(flags.stateDir ?? defaultStateDir()),
           onProgress: onProgress(json),
         }),

@@ -51,6 +51,11 @@ interface HostObjectStoreOptions {
   signal?: AbortSignal;
 }
 
+/** Where this host's shared object stores live, beside the worktree pool. */
+export function objectStoresDirectory(dataDir: string): string {
+  return join(dataDir, "objects");
+}
+
 /**
  * The store of the repository `remotes` name (as fetched: relative paths already resolved
  * against the checkout's root), under `storesDir`, or null without a remote: nothing tells such
