@@ -27,7 +27,8 @@ import { tryLockWorktree, withWorktreeLock } from "./worktree-lock.ts";
 
 afterAll(removeTemporaryDirectories);
 
-const FAST: Partial<LeaseTimings> = { refreshMs: 50, staleMs: 300, graceMs: 300, unverifiedKeepMs: 1_000 };
+// Windows wide enough that a loaded machine (a slow listPool between two checks) still sees each state.
+const FAST: Partial<LeaseTimings> = { refreshMs: 100, staleMs: 1_000, graceMs: 1_500, unverifiedKeepMs: 3_000 };
 const APP: PoolRepository = { identity: "github.com/acme/app", name: "app" };
 const OTHER_APP: PoolRepository = { identity: "github.com/other/app", name: "app" };
 

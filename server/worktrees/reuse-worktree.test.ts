@@ -38,7 +38,8 @@ import { isMarked } from "./worktree-cleanliness.ts";
 
 afterAll(removeTemporaryDirectories);
 
-const FAST: Partial<LeaseTimings> = { refreshMs: 50, staleMs: 300, graceMs: 300, unverifiedKeepMs: 1_000 };
+// Windows wide enough that a busy machine never lets a refreshed lease go stale.
+const FAST: Partial<LeaseTimings> = { refreshMs: 100, staleMs: 1_000, graceMs: 1_000, unverifiedKeepMs: 3_000 };
 const APP = { identity: "github.com/acme/app", name: "app" };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const untilFree = () => sleep((FAST.staleMs ?? 0) + (FAST.graceMs ?? 0) + 100);

@@ -13,7 +13,8 @@ import { takeWorktree } from "./take-worktree.ts";
 
 afterAll(removeTemporaryDirectories);
 
-const FAST: Partial<LeaseTimings> = { refreshMs: 50, staleMs: 300, graceMs: 300, unverifiedKeepMs: 1_000 };
+// Windows wide enough that a busy machine never lets a refreshed lease go stale.
+const FAST: Partial<LeaseTimings> = { refreshMs: 100, staleMs: 1_000, graceMs: 1_000, unverifiedKeepMs: 3_000 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 it("keeps a worktree held while the named holder runs, and frees it once that process is gone", async () => {
@@ -25,7 +26,8 @@ it("keeps a worktree held while the named holder runs, and frees it once that pr
     const held = await takeWorktree(pool, { identity: "github.com/acme/app", name: "app" }, { holder });
     // The taking process exits (stops refreshing); the agent goes on.
     held.lease.stop();
-    await sleep(800);
+    // Past the lease's stale time: only the holder process keeps it now.
+    await sleep(FAST.staleMs! + 300);
     expect((await listPool(pool)).worktrees).toEqual([
       expect.objectContaining({
         name: held.name,
@@ -38,5 +40,7 @@ it("keeps a worktree held while the named holder runs, and frees it once that pr
     agent.kill("SIGKILL");
   }
   await new Promise((resolve) => agent.once("exit", resolve));
+  // Past stale + grace since the last refresh: with its holder gone, the worktree is free.
+  await sleep(FAST.graceMs! + 200);
   expect((await listPool(pool)).worktrees).toEqual([expect.objectContaining({ state: "free", keptByProcess: false })]);
 });
