@@ -74,6 +74,12 @@ export interface PrivateIndexOptions {
 
 const LOCK_STALE_MS = 10 * 60_000;
 
+/** The index files captures of this checkout keep (with and without untracked files), in `<git-dir>/strata`. */
+export function captureIndexFiles(layout: RepositoryLayout): string[] {
+  const dir = privateIndexDirectory(layout);
+  return [join(dir, "index-all"), join(dir, "index-tracked")];
+}
+
 export function privateIndexDirectory(layout: RepositoryLayout, cacheDir?: string): string {
   if (!cacheDir) return join(layout.gitDir, "strata");
   const key = createHash("sha256").update(layout.gitDir).digest("hex").slice(0, 24);

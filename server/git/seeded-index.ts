@@ -2,7 +2,10 @@
 // file whose recorded content the checkout's index already has. One `git status` against it then
 // re-reads only the files whose stat data changed, as `git status` does against the checkout's
 // own index, instead of every file of the tree: a verify or a resume in place costs about one
-// `git status`. The checkout's index is only read (copied), never written.
+// `git status`. The checkout's index is only read, never written. An index of the checkout that
+// already holds the tree (its own after a restore or a commit of the recorded edits; else that of
+// its last capture, which has the stat data of uncommitted recorded edits) is used as it is: git
+// only reads it (GIT_OPTIONAL_LOCKS=0), so nothing is copied, merged or read again.
 import { readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { isStrataError } from "../domain/errors.ts";
@@ -96,38 +99,84 @@ function mergeTreeIntoIndex(indexFile: string, tree: string): GitCommand<void> {
   };
 }
 
-/** Copies the checkout's index to `indexFile`: the tree it holds (null: unknown), or false when it cannot be used. */
-async function copyCheckoutIndex(
-  gitDir: string,
-  indexFile: string,
-  hashBytes: 20 | 32,
-): Promise<{ tree: string | null } | false> {
-  const own = join(gitDir, "index");
-  const [bytes, info] = await Promise.all([readFile(own).catch(() => null), stat(own).catch(() => null)]);
+interface ReadIndex {
+  path: string;
+  bytes: Buffer;
+  mtimeMs: number;
+  /** Its stat data when it was read: a rewrite (git renames a new file into place) changes it. */
+  signature: string;
+  /** The tree it holds (null: unknown). */
+  tree: string | null;
+}
+
+async function signatureOf(path: string): Promise<{ signature: string; mtimeMs: number } | null> {
+  const info = await stat(path, { bigint: true }).catch(() => null);
+  if (!info) return null;
+  return { signature: `${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`, mtimeMs: Number(info.mtimeMs) };
+}
+
+/** An index file git checks every entry of, or null when there is none (or it cannot be used). */
+async function readIndex(path: string, hashBytes: 20 | 32): Promise<ReadIndex | null> {
+  // Dated before it is read: a rewrite in between only makes the date earlier than the bytes.
+  const info = await signatureOf(path);
+  const bytes = info && (await readFile(path).catch(() => null));
   const summary = bytes && summarizeIndex(bytes, hashBytes);
-  if (!summary || !info || summary.unchecked) return false;
-  await writeFile(indexFile, bytes);
+  if (!info || !bytes || !summary || summary.unchecked) return null;
+  return { path, bytes, ...info, tree: summary.tree };
+}
+
+/** Writes a copy of an index to `indexFile`. */
+async function copyIndex(index: ReadIndex, indexFile: string): Promise<void> {
+  await writeFile(indexFile, index.bytes);
   // git re-reads entries changed at or after the index file's own mtime ("racily clean"); the
   // copy is dated no later than the original so that check still fires.
-  const seconds = Math.floor(info.mtimeMs / 1000) - 1;
+  const seconds = Math.floor(index.mtimeMs / 1000) - 1;
   await utimes(indexFile, seconds, seconds);
-  return { tree: summary.tree };
+}
+
+interface SeedOptions {
+  gitDir: string;
+  indexFile: string;
+  tree: string;
+  objectFormat: "sha1" | "sha256";
+  /** Other indexes of the checkout that may hold `tree` with stat data (its captures' private indexes). */
+  alsoFrom?: readonly string[];
 }
 
 /**
- * Fills `indexFile` (a private file) with `tree`, seeded from the checkout's own index when it
- * can be: a checkout without an index, one whose index git cannot merge (unresolved conflicts)
- * or one with entries git never checks gets a plain index of the tree, and every file is read.
+ * An index of the checkout that already holds `tree` with stat data git checks (its own, after a
+ * restore or a commit of the recorded edits; else one of `alsoFrom`), found without starting git.
+ * Else the checkout's own index (null: none git can use), for the merge.
  */
-export async function seedIndexWithTree(
-  git: GitRunner,
-  opts: { gitDir: string; indexFile: string; tree: string; objectFormat: "sha1" | "sha256" },
-): Promise<void> {
+export async function findIndexHoldingTree(
+  opts: Omit<SeedOptions, "indexFile">,
+): Promise<{ holding: ReadIndex } | { own: ReadIndex | null }> {
   const hashBytes = opts.objectFormat === "sha256" ? 32 : 20;
-  const copied = await copyCheckoutIndex(opts.gitDir, opts.indexFile, hashBytes);
-  if (copied) {
-    // Already the tree (after a restore, or a commit of the recorded edits): nothing to merge.
-    if (copied.tree === opts.tree) return;
+  const [own, ...others] = await Promise.all(
+    [join(opts.gitDir, "index"), ...(opts.alsoFrom ?? [])].map((path) => readIndex(path, hashBytes)),
+  );
+  const holding = [own, ...others].find((index) => index && index.tree === opts.tree);
+  return holding ? { holding } : { own: own ?? null };
+}
+
+/** Whether an index is still the file that was read (git read that one if so). */
+export async function unchangedSinceRead(index: ReadIndex): Promise<boolean> {
+  return (await signatureOf(index.path))?.signature === index.signature;
+}
+
+/**
+ * Fills `indexFile` with `tree` when copyIndexHoldingTree found no index holding it: the
+ * checkout's own index merged with the tree; a checkout without an index, one whose index git
+ * cannot merge (unresolved conflicts) or one with entries git never checks gets a plain index of
+ * the tree, and every file is read.
+ */
+async function mergeIndexWithTree(
+  git: GitRunner,
+  opts: Pick<SeedOptions, "indexFile" | "tree">,
+  own: ReadIndex | null,
+): Promise<void> {
+  if (own) {
+    await copyIndex(own, opts.indexFile);
     try {
       await git.run(mergeTreeIntoIndex(opts.indexFile, opts.tree));
       return;
@@ -137,4 +186,14 @@ export async function seedIndexWithTree(
   }
   await rm(opts.indexFile, { force: true });
   await git.run(readTreeInto(opts.indexFile, opts.tree));
+}
+
+/**
+ * Fills `indexFile` (a private file) with `tree`, seeded from an index of the checkout that
+ * holds it, else from the checkout's own index merged with it (see mergeIndexWithTree).
+ */
+export async function seedIndexWithTree(git: GitRunner, opts: SeedOptions): Promise<void> {
+  const found = await findIndexHoldingTree(opts);
+  if ("holding" in found) await copyIndex(found.holding, opts.indexFile);
+  else await mergeIndexWithTree(git, opts, found.own);
 }

@@ -4,16 +4,28 @@
 // files the tree never had. Every recorded file is compared, whatever this host's excludes or
 // size limits say; those rules only decide whether a file the tree never had counts as a change
 // (a capture here would leave it out, so it does not).
-import { lstatSync } from "node:fs";
+//
+// Independent work runs at once: whether the recorded objects are here (git) beside the copy of
+// an index that holds the recorded tree (files), and, when HEAD (read from the files) is not the
+// recorded commit, whether it descends from it beside the `git status`.
+import { lstatSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { OmittedEntry, VerbatimFile } from "../domain/capture-manifest.ts";
-import { configMatching, existingObjects, oidArg, repositoryLayout } from "./commands.ts";
+import {
+  configMatching,
+  existingObjects,
+  isObjectId,
+  oidArg,
+  repositoryLayout,
+  type RepositoryLayout,
+} from "./commands.ts";
 import { discoverRepository, resolveCheckoutDirectory } from "./discover.ts";
 import { OMISSION_DEFAULTS, planIndexChanges } from "./omitted.ts";
 import { createGitRunner, unreadablePath, type GitCommand, type GitRunner } from "./runner.ts";
-import { seedIndexWithTree } from "./seeded-index.ts";
+import { captureIndexFiles } from "./private-index.ts";
+import { findIndexHoldingTree, seedIndexWithTree, unchangedSinceRead } from "./seeded-index.ts";
 import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
 import { statusCommand, type StatusEntry } from "./status.ts";
 import { holdsVerbatimBytes } from "./verbatim-files.ts";
@@ -81,6 +93,32 @@ function isAncestor(ancestor: string, descendant: string): GitCommand<boolean> {
   };
 }
 
+/**
+ * HEAD's commit as the files say (a detached HEAD, or a branch's loose or packed ref), or
+ * undefined when they do not say it plainly (unborn, another ref storage…). Only a guess to start
+ * work early: `git status` tells HEAD.
+ */
+function headFromFiles(layout: RepositoryLayout): string | undefined {
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch {
+      return undefined;
+    }
+  };
+  const head = read(join(layout.gitDir, "HEAD"))?.trim();
+  if (head === undefined || isObjectId(head)) return head;
+  const ref = /^ref: (refs\/heads\/[^\s]+)$/.exec(head)?.[1];
+  if (!ref) return undefined;
+  const loose = read(join(layout.commonDir, ref))?.trim();
+  if (loose !== undefined) return isObjectId(loose) ? loose : undefined;
+  const packed = read(join(layout.commonDir, "packed-refs"))
+    ?.split("\n")
+    .find((line) => line.endsWith(` ${ref}`))
+    ?.split(" ")[0];
+  return packed !== undefined && isObjectId(packed) ? packed : undefined;
+}
+
 /** The same call without a file-system monitor: a verify starts no daemon in the repository. */
 function withoutFsmonitor<T>(command: GitCommand<T>): GitCommand<T> {
   return { ...command, args: ["-c", "core.fsmonitor=false", ...command.args] };
@@ -102,32 +140,50 @@ export async function compareWorktree(
   const runner = createGitRunner({ cwd: start, ...runnerOptions });
   const layout = (await discoverRepository(start)) ?? (await runner.run(repositoryLayout()));
   const git = runner.at(layout.root);
-  const present = await git.run(existingObjects([recorded.tree, ...(recorded.head ? [recorded.head] : [])]));
 
-  const scratch = await mkdtemp(join(tmpdir(), "strata-verify-"));
+  let scratch: string | null = null;
+  const scratchDir = async () => (scratch ??= await mkdtemp(join(tmpdir(), "strata-verify-")));
   try {
-    const indexFile = join(scratch, "index");
+    const seed = { gitDir: layout.gitDir, tree: recorded.tree, objectFormat: layout.objectFormat };
+    const [present, found] = await Promise.all([
+      git.run(existingObjects([recorded.tree, ...(recorded.head ? [recorded.head] : [])])),
+      findIndexHoldingTree({ ...seed, alsoFrom: captureIndexFiles(layout) }),
+    ]);
     const treeAvailable = present.has(recorded.tree);
+    // Whether HEAD descends from the recorded commit, asked beside the status when HEAD moved
+    // (an answer for another commit than the status's HEAD is not used).
+    const guessedHead = headFromFiles(layout);
+    const early =
+      recorded.head !== null && guessedHead !== undefined && guessedHead !== recorded.head && present.has(recorded.head)
+        ? { head: guessedHead, answer: git.run(isAncestor(recorded.head, guessedHead)) }
+        : null;
+    early?.answer.catch(() => undefined);
     // Without the tree nothing can be compared: HEAD and the branch are still told. The index
-    // keeps the checkout's stat data, so only files whose stat data changed are read.
-    if (treeAvailable) {
-      await seedIndexWithTree(git, {
-        gitDir: layout.gitDir,
-        indexFile,
-        tree: recorded.tree,
-        objectFormat: layout.objectFormat,
-      });
-    }
-    const status = await git.run(
-      withoutFsmonitor(
-        statusCommand({
-          untracked: treeAvailable && rules.includeUntracked ? "all" : "no",
-          ignored: false,
-          ignoreSubmodules: "dirty",
-          indexFile: treeAvailable ? indexFile : undefined,
-        }),
-      ),
-    );
+    // holds the recorded tree and the checkout's stat data, so only files whose stat data
+    // changed are read: an index of the checkout that holds the tree is used as it is (git only
+    // reads it), and when that file was replaced meanwhile the status is asked again on a copy.
+    const statusAgainst = (indexFile: string | undefined) =>
+      git.run(
+        withoutFsmonitor(
+          statusCommand({
+            untracked: treeAvailable && rules.includeUntracked ? "all" : "no",
+            ignored: false,
+            ignoreSubmodules: "dirty",
+            indexFile,
+          }),
+        ),
+      );
+    const seeded = async () => {
+      const indexFile = join(await scratchDir(), "index");
+      await seedIndexWithTree(git, { ...seed, indexFile });
+      return statusAgainst(indexFile);
+    };
+    let status;
+    if (!treeAvailable) status = await statusAgainst(undefined);
+    else if ("holding" in found) {
+      status = await statusAgainst(found.holding.path);
+      if (!(await unchangedSinceRead(found.holding))) status = await seeded();
+    } else status = await seeded();
     const [unreadable] = status.unreadable;
     if (unreadable !== undefined) throw unreadablePath(unreadable, "the directory cannot be opened");
 
@@ -150,7 +206,7 @@ export async function compareWorktree(
         }
       }
       drifted.push(...(await verbatimDrift(layout.root, [...verbatim.values()], layout.objectFormat)));
-      const plan = await planNewFiles(git, layout.root, scratch, untracked, rules);
+      const plan = await planNewFiles(git, layout.root, scratchDir, untracked, rules);
       drifted.push(...plan.update.map((path) => ({ path, change: "added" as const })));
       leftOut.push(...plan.omitted.sort(byPath));
     }
@@ -164,7 +220,9 @@ export async function compareWorktree(
       // An unborn recorded branch is an ancestor of every commit; a recorded commit this
       // repository does not have cannot be shown to be one.
       headOnlyAdvanced =
-        recorded.head === null || (present.has(recorded.head) && (await git.run(isAncestor(recorded.head, current))));
+        recorded.head === null ||
+        (present.has(recorded.head) &&
+          (await (early?.head === current ? early.answer : git.run(isAncestor(recorded.head, current)))));
     }
     return {
       root: layout.root,
@@ -177,7 +235,7 @@ export async function compareWorktree(
       leftOut,
     };
   } finally {
-    await rm(scratch, { recursive: true, force: true });
+    if (scratch !== null) await rm(scratch, { recursive: true, force: true });
   }
 }
 
@@ -210,7 +268,7 @@ async function verbatimDrift(
 async function planNewFiles(
   git: GitRunner,
   root: string,
-  scratch: string,
+  scratch: () => Promise<string>,
   untracked: readonly StatusEntry[],
   rules: DriftRules,
 ) {
@@ -222,7 +280,7 @@ async function planNewFiles(
     const ignoreCase = (await git.run(configMatching("^core\\.ignorecase$"))).some(([, v]) =>
       /^(true|yes|on|1)$/i.test(v),
     );
-    snapshotIgnored = await snapshotIgnoredPaths(git, root, scratch, ignoreCase, files);
+    snapshotIgnored = await snapshotIgnoredPaths(git, root, await scratch(), ignoreCase, files);
   }
   // With every untracked file listed, a directory is listed only when it holds a repository.
   const nestedRepositories = new Set(untracked.map((e) => e.path).filter((p) => p.endsWith("/")));
