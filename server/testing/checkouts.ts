@@ -163,16 +163,17 @@ async function idDirectories(): Promise<CapturedCheckout> {
 }
 
 /**
- * A file committed with CRLF (`legacy.txt`) before `*.txt text` came in, older than the index
- * as files are, so git never reads it again: its blob keeps the CRLF no checkout reads back.
+ * A file committed with CRLF (`legacy.txt`) before `*.txt text` (or `attributes`, e.g. babel's
+ * `* text eol=lf`) came in, older than the index as files are, so git never reads it again: its
+ * blob keeps the CRLF no checkout reads back.
  */
-export function crlfBeforeTextAttribute(): string {
+export function crlfBeforeTextAttribute(attributes = "*.txt text\n"): string {
   const root = fresh({ "README.md": "hello\n" });
   write(root, "legacy.txt", "one\r\ntwo\r\n");
   const past = new Date(Date.now() - 60_000);
   utimesSync(join(root, "legacy.txt"), past, past);
   commitAll(root, "a Windows file");
-  write(root, ".gitattributes", "*.txt text\n");
+  write(root, ".gitattributes", attributes);
   commitAll(root, "normalise text files from now on");
   addOrigin(root);
   return root;

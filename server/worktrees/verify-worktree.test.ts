@@ -3,7 +3,7 @@
 // was captured, then edited, committed, moved. Every check asserts that the checkout is byte
 // for byte what it was before (.git included) and that `git status` says the same.
 import { createHash, randomUUID } from "node:crypto";
-import { chmodSync, readdirSync, readFileSync, readlinkSync, utimesSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -12,7 +12,7 @@ import { isHeadOnlyAdvance } from "../git/worktree-drift.ts";
 import { memoryBlobSource } from "../git/restore-blobs.ts";
 import { restoreWorktree } from "../git/restore.ts";
 import { localRestorePort, restoreSnapshot } from "../restore/restore-snapshot.ts";
-import { captureInto, CHECKOUT_FIXTURES } from "../testing/checkouts.ts";
+import { captureInto, CHECKOUT_FIXTURES, crlfBeforeTextAttribute } from "../testing/checkouts.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import {
@@ -316,13 +316,7 @@ describe("verify a checkout against a snapshot record", () => {
   it("compares files recorded verbatim by their recorded bytes (babel's `* text eol=lf`)", async () => {
     // A file committed with CRLF before `* text eol=lf` came in (older than the index, so git
     // never reads it again), and one with a CR before a CRLF, which git stores with a CRLF.
-    const root = initRepository({ "README.md": "hello\n", ".fixture": `${randomUUID()}\n` });
-    write(root, "legacy.txt", "one\r\ntwo\r\n");
-    const past = new Date(Date.now() - 60_000);
-    utimesSync(join(root, "legacy.txt"), past, past);
-    commitAll(root, "a Windows file");
-    write(root, ".gitattributes", "* text eol=lf\n");
-    commitAll(root, "normalise text files from now on");
+    const root = crlfBeforeTextAttribute("* text eol=lf\n");
     write(root, "data.bin", "ab\r\r\ncd\r\n");
     const blobs = new Map<string, Buffer>();
     const manifest = await captureInto(root, blobs);
