@@ -120,6 +120,15 @@ export function fetchRefspecs(url: string, refspecs: readonly string[], s: Fetch
   };
 }
 
+/**
+ * Packs the repository's own loose objects (what the snapshot's changes wrote: on disk each
+ * takes a block and its fan-out directory another) into one pack; borrowed objects stay where
+ * they are (`-l`).
+ */
+export function packLooseObjects(): GitCommand<void> {
+  return { args: [...RESTORE_CONFIG, "repack", "-d", "-l", "-q"], parse: () => undefined };
+}
+
 /** Unpacks a bundle file into the object store (its prerequisites must be present). */
 export function unbundle(file: string): GitCommand<void> {
   if (!file.startsWith("/")) throw new StrataError("INVALID_INPUT", "A bundle file must be an absolute path.");
