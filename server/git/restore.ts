@@ -59,6 +59,7 @@ import {
   setRef,
 } from "./restore-commands.ts";
 import { fetchableRemotes, RestoreHistory, type CommitSource } from "./restore-history.ts";
+import { warnOfHostLineEndings } from "./restore-eol.ts";
 import { restoreLfsFiles } from "./restore-lfs.ts";
 import { applyChain, pathsInPatch } from "./restore-patches.ts";
 import { checkTarget, createStaging, removeStaleRestores } from "./restore-staging.ts";
@@ -227,6 +228,7 @@ export async function restoreWorktree(
       await staging.discard();
       return { path: null, result: { ...result, objectStore, timings: timings(commitsFrom) } };
     }
+    await clock.time("verify", () => warnOfHostLineEndings(git, join(gitDir, "index"), warnings));
     await finalizeRepository(git, record.snapshotId, manifest, held, history, store);
     // Beside a shared store, the repository's own objects are the only git data each restore
     // adds: kept as one pack, not a loose file (and a block) per object.
