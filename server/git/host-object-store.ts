@@ -18,7 +18,7 @@ import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
 import { StrataError } from "../domain/errors.ts";
-import { oidArg } from "./commands.ts";
+import { existingObjects, oidArg } from "./commands.ts";
 import { repositoryIdentity, type RecordedRemote } from "./remotes.ts";
 import { createGitRunner, refArg, splitLines, type GitCommand, type GitRunner } from "./runner.ts";
 
@@ -265,21 +265,13 @@ export async function recordPushedInStore(
   const wanted = [...new Set([...commits, ...tips.values()])];
   if (wanted.length === 0) return;
   await store.withLock(async () => {
-    const present = await store.git.run(presentObjects(wanted));
+    const present = await store.git.run(existingObjects(wanted));
     const byId = new Map(commits.filter((c) => present.has(c)).map((c) => [`${PUSHED_REF_PREFIX}${c}`, c]));
     if (byId.size > 0) await store.git.run(setRefs(byId));
     for (const [ref, oid] of tips) {
       if (present.has(oid)) await store.git.run(setRefs(new Map([[ref, oid]]))).catch(() => undefined);
     }
   });
-}
-
-function presentObjects(oids: readonly string[]): GitCommand<Set<string>> {
-  return {
-    args: ["cat-file", "--batch-check=%(objectname)"],
-    input: oids.map((o) => `${oidArg(o)}\n`).join(""),
-    parse: (out) => new Set(splitLines(out.stdout).filter((line) => /^[0-9a-f]{40,64}$/.test(line))),
-  };
 }
 
 /** The distinct commits the store knows pushed (its pushed refs and its remote-tracking refs). */

@@ -10,7 +10,7 @@ import { decodeUtf8, type GitCommand, type GitRunner } from "./runner.ts";
 const LISTED = 1000;
 
 /** This host's line-ending settings that convert files on checkout (`core.autocrlf=true`, `core.eol=crlf`). */
-export function convertingLineEndingSettings(): GitCommand<string[]> {
+function convertingLineEndingSettings(): GitCommand<string[]> {
   return {
     args: ["config", "--get-regexp", "^core\\.(autocrlf|eol)$"],
     okExitCodes: [0, 1],
