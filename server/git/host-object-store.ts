@@ -247,6 +247,11 @@ export function setRefs(refs: ReadonlyMap<string, string>): GitCommand<void> {
   };
 }
 
+/** Packs loose refs into packed-refs: pushed refs accumulate, and loose each takes a block. */
+export function packRefs(): GitCommand<void> {
+  return { args: [...STORE_CONFIG, "pack-refs", "--all"], parse: () => undefined };
+}
+
 /** The name a branch tip known pushed to `remote` is kept under (`HEAD` for a detached checkout). */
 export function pushedTipRef(remote: string, branch: string | null): string {
   return `${PUSHED_REF_PREFIX}${remote}/${branch ?? "HEAD"}`;
@@ -271,6 +276,7 @@ export async function recordPushedInStore(
     for (const [ref, oid] of tips) {
       if (present.has(oid)) await store.git.run(setRefs(new Map([[ref, oid]]))).catch(() => undefined);
     }
+    await store.git.run(packRefs());
   });
 }
 

@@ -38,6 +38,7 @@ import { existingObjects, isObjectId, writeTree } from "./commands.ts";
 import {
   hostObjectStorePath,
   openHostObjectStore,
+  packRefs,
   PUSHED_REF_PREFIX,
   pushedCommitsInStore,
   pushedTipRef,
@@ -602,7 +603,10 @@ async function shareWithStore(
   const known = await pushedCommitsInStore(store);
   const present = await git.run(existingObjects([...new Set([...known, ...pushed])]));
   const refs = new Map([...present].map((oid) => [`${PUSHED_REF_PREFIX}${oid}`, oid]));
-  if (refs.size > 0) await git.run(setRefs(refs));
+  if (refs.size > 0) {
+    await git.run(setRefs(refs));
+    await git.run(packRefs());
+  }
   const cut = await shallowCommitsInStore(store);
   if (cut.length > 0) {
     const file = join(git.cwd, ".git", "shallow");
