@@ -115,14 +115,19 @@ async function signatureOf(path: string): Promise<{ signature: string; mtimeMs: 
   return { signature: `${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`, mtimeMs: Number(info.mtimeMs) };
 }
 
-/** An index file git checks every entry of, or null when there is none (or it cannot be used). */
-async function readIndex(path: string, hashBytes: 20 | 32): Promise<ReadIndex | null> {
+/** An index file's bytes and stat data, not yet looked at (null: none). */
+async function readIndexBytes(path: string) {
   // Dated before it is read: a rewrite in between only makes the date earlier than the bytes.
   const info = await signatureOf(path);
   const bytes = info && (await readFile(path).catch(() => null));
-  const summary = bytes && summarizeIndex(bytes, hashBytes);
-  if (!info || !bytes || !summary || summary.unchecked) return null;
-  return { path, bytes, ...info, tree: summary.tree };
+  return info && bytes ? { path, bytes, ...info } : null;
+}
+
+/** An index file git checks every entry of, or null when there is none (or it cannot be used). */
+function summarized(read: Awaited<ReturnType<typeof readIndexBytes>>, hashBytes: 20 | 32): ReadIndex | null {
+  const summary = read && summarizeIndex(read.bytes, hashBytes);
+  if (!read || !summary || summary.unchecked) return null;
+  return { ...read, tree: summary.tree };
 }
 
 /** Writes a copy of an index to `indexFile`. */
@@ -152,11 +157,17 @@ export async function findIndexHoldingTree(
   opts: Omit<SeedOptions, "indexFile">,
 ): Promise<{ holding: ReadIndex } | { own: ReadIndex | null }> {
   const hashBytes = opts.objectFormat === "sha256" ? 32 : 20;
+  // Read at once, looked at in order: the others only when the checkout's own does not hold it.
   const [own, ...others] = await Promise.all(
-    [join(opts.gitDir, "index"), ...(opts.alsoFrom ?? [])].map((path) => readIndex(path, hashBytes)),
+    [join(opts.gitDir, "index"), ...(opts.alsoFrom ?? [])].map((path) => readIndexBytes(path)),
   );
-  const holding = [own, ...others].find((index) => index && index.tree === opts.tree);
-  return holding ? { holding } : { own: own ?? null };
+  const ownIndex = summarized(own ?? null, hashBytes);
+  if (ownIndex?.tree === opts.tree) return { holding: ownIndex };
+  for (const other of others) {
+    const index = summarized(other ?? null, hashBytes);
+    if (index?.tree === opts.tree) return { holding: index };
+  }
+  return { own: ownIndex };
 }
 
 /** Whether an index is still the file that was read (git read that one if so). */

@@ -13,6 +13,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { OmittedEntry, VerbatimFile } from "../domain/capture-manifest.ts";
+import { isStrataError } from "../domain/errors.ts";
 import {
   configMatching,
   existingObjects,
@@ -145,17 +146,28 @@ export async function compareWorktree(
   const scratchDir = async () => (scratch ??= await mkdtemp(join(tmpdir(), "strata-verify-")));
   try {
     const seed = { gitDir: layout.gitDir, tree: recorded.tree, objectFormat: layout.objectFormat };
-    const [present, found] = await Promise.all([
-      git.run(existingObjects([recorded.tree, ...(recorded.head ? [recorded.head] : [])])),
-      findIndexHoldingTree({ ...seed, alsoFrom: captureIndexFiles(layout) }),
-    ]);
-    const treeAvailable = present.has(recorded.tree);
+    const found = await findIndexHoldingTree({ ...seed, alsoFrom: captureIndexFiles(layout) });
+    // An index whose cache of trees holds the recorded tree says the repository has it (git
+    // wrote or read that tree); otherwise git is asked.
+    const present =
+      "holding" in found
+        ? null
+        : await git.run(existingObjects([recorded.tree, ...(recorded.head ? [recorded.head] : [])]));
+    const treeAvailable = present === null || present.has(recorded.tree);
+    // A recorded commit this repository does not have cannot be shown to be an ancestor.
+    const ancestor = (head: string, of: string) =>
+      present !== null && !present.has(head)
+        ? Promise.resolve(false)
+        : git.run(isAncestor(head, of)).catch((error: unknown) => {
+            if (isStrataError(error, "GIT_FAILED")) return false;
+            throw error;
+          });
     // Whether HEAD descends from the recorded commit, asked beside the status when HEAD moved
     // (an answer for another commit than the status's HEAD is not used).
     const guessedHead = headFromFiles(layout);
     const early =
-      recorded.head !== null && guessedHead !== undefined && guessedHead !== recorded.head && present.has(recorded.head)
-        ? { head: guessedHead, answer: git.run(isAncestor(recorded.head, guessedHead)) }
+      recorded.head !== null && guessedHead !== undefined && guessedHead !== recorded.head
+        ? { head: guessedHead, answer: ancestor(recorded.head, guessedHead) }
         : null;
     early?.answer.catch(() => undefined);
     // Without the tree nothing can be compared: HEAD and the branch are still told. The index
@@ -217,12 +229,9 @@ export async function compareWorktree(
     const sameFiles = treeAvailable && drifted.length === 0;
     let headOnlyAdvanced = false;
     if (headMoved && sameFiles && current !== null) {
-      // An unborn recorded branch is an ancestor of every commit; a recorded commit this
-      // repository does not have cannot be shown to be one.
+      // An unborn recorded branch is an ancestor of every commit.
       headOnlyAdvanced =
-        recorded.head === null ||
-        (present.has(recorded.head) &&
-          (await (early?.head === current ? early.answer : git.run(isAncestor(recorded.head, current)))));
+        recorded.head === null || (await (early?.head === current ? early.answer : ancestor(recorded.head, current)));
     }
     return {
       root: layout.root,
