@@ -95,6 +95,15 @@ async function main(): Promise<void> {
         from: report.result.timings?.commitsFrom ?? "none",
       });
     }
+    // For reference: the same restore without the store (what every restore costs without it).
+    const alone = join(host, "worktrees", "no-store");
+    const [aloneMs] = await timed(() =>
+      restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest }, alone, {
+        blobs: memoryBlobSource(artifacts),
+        stateDir: join(host, "state"),
+      }),
+    );
+    const aloneGit = diskBytes(join(alone, ".git"));
     const first = rows[0]!;
     const last = rows[rows.length - 1]!;
     const line = (label: string, r: (typeof rows)[number]) =>
@@ -107,6 +116,9 @@ async function main(): Promise<void> {
     process.stdout.write(line(`restore ${RESTORES}`, last));
     process.stdout.write(
       `ratio ${RESTORES}th / first: disk ${(last.git / first.git).toFixed(3)}x (goal ≤ 0.2x), time ${(last.ms / first.ms).toFixed(2)}x\n`,
+    );
+    process.stdout.write(
+      `without a store (reference): ${(aloneMs / 1000).toFixed(2)} s, git data ${mib(aloneGit)} every restore\n`,
     );
     process.stdout.write(`store: ${mib(diskBytes(stores))} for ${RESTORES} restores; load average ${loadAverage()}\n`);
   } finally {
