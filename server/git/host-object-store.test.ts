@@ -1,6 +1,7 @@
-import { spawn } from "node:child_process";
-import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -192,6 +193,21 @@ describe("one object store per repository on this host", () => {
     const elsewhere = host();
     const without = await restoreOn(elsewhere, second, blobs, "second", { objectStores: null });
     expect(without.result.status).toBe("unrestored");
+  });
+
+  it("breaks a lock its holder left when it died on this host", async () => {
+    const { root } = pushedCheckout(2);
+    write(root, "src/file-0.txt", "edited\n");
+    const blobs = new Map<string, Buffer>();
+    const manifest = await captureInto(root, blobs);
+    const h = host();
+    const store = storeOf(h, manifest);
+    const gone = spawnSync(process.execPath, ["-e", "0"]).pid!;
+    mkdirSync(h.stores, { recursive: true });
+    writeFileSync(`${store}.lock`, JSON.stringify({ token: "left-behind", pid: gone, host: hostname() }));
+    const { result } = await restoreOn(h, manifest, blobs, "w");
+    expect(result).toMatchObject({ status: "restored", objectStore: store });
+    expect(existsSync(`${store}.lock`)).toBe(false);
   });
 
   it("stays valid when two processes restore into the same new store at once", async () => {
