@@ -14,6 +14,7 @@ import {
   temporaryDirectory,
   write,
 } from "../testing/repos.ts";
+import { captureCheckout } from "./capture.ts";
 import { createGitRunner } from "./runner.ts";
 import { seedIndexWithTree, summarizeIndex } from "./seeded-index.ts";
 import { compareWorktree } from "./worktree-drift.ts";
@@ -114,6 +115,30 @@ describe("compareWorktree through the seeded index", () => {
     const comparison = await compareWorktree(root, recorded);
     expect(comparison.drifted).toEqual([{ path: "c.txt", change: "modified" }]);
     expect(indexOf(root).equals(before)).toBe(true);
+  });
+
+  it("reads the index of the checkout's last capture when that one holds the recorded tree, never writing it", async () => {
+    const { root } = committed();
+    write(root, "a.txt", "a, edited after the commit\n");
+    write(root, "new.txt", "new\n");
+    const captured = await captureCheckout(root);
+    if (captured.outcome !== "captured") throw new Error(captured.outcome);
+    const recorded = { head: captured.manifest.head, tree: captured.manifest.tree };
+    const captureIndex = join(root, ".git", "strata", "index-all");
+    expect(summarizeIndex(readFileSync(captureIndex), 20)?.tree).toBe(recorded.tree);
+    const [before, own] = [readFileSync(captureIndex), indexOf(root)];
+    expect(await compareWorktree(root, recorded)).toMatchObject({ drifted: [], headMoved: false, treeAvailable: true });
+    expect(readFileSync(captureIndex).equals(before)).toBe(true);
+    expect(indexOf(root).equals(own)).toBe(true);
+    // A change after the capture, the same size and in the second the capture's index was written.
+    const when = statSync(captureIndex).mtime;
+    write(root, "new.txt", "NEW\n");
+    utimesSync(join(root, "new.txt"), when, when);
+    write(root, "c.txt", "c, edited after the capture\n");
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([
+      { path: "c.txt", change: "modified" },
+      { path: "new.txt", change: "modified" },
+    ]);
   });
 
   it("compares a checkout whose index holds another tree, or has unresolved conflicts", async () => {
