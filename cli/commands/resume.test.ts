@@ -94,6 +94,8 @@ describeEachDatabase("strata resume", (catalog) => {
       result: { status: "restored" },
     });
     expect(restored?.path?.startsWith(join(env.STRATA_DATA_DIR!, "worktrees"))).toBe(true);
+    // It borrows the objects of this host's store of the repository.
+    expect(restored?.result?.objectStore?.startsWith(join(env.STRATA_DATA_DIR!, "objects"))).toBe(true);
     const verify = await runStrata(["verify", restored!.path!, "--snapshot", snapshotId, "--agent", agent.name], env);
     expect(verify.code, verify.stdout).toBe(0);
 

@@ -95,14 +95,21 @@ function exitFor(result: ResumeResult): number {
 }
 
 async function resume(flags: ResumeFlags): Promise<ResumeResult> {
-  const [{ loadConfig }, { openWorktreePool, poolDirectory }, worktrees, { processOnThisMachine }, take] =
-    await Promise.all([
-      import("../../server/config/config.ts"),
-      import("../../server/worktrees/pool.ts"),
-      import("../../server/worktrees/resume-checkouts.ts"),
-      import("../../server/worktrees/process-identity.ts"),
-      import("../../server/worktrees/take-worktree.ts"),
-    ]);
+  const [
+    { loadConfig },
+    { openWorktreePool, poolDirectory },
+    worktrees,
+    { processOnThisMachine },
+    take,
+    { objectStoresDirectory },
+  ] = await Promise.all([
+    import("../../server/config/config.ts"),
+    import("../../server/worktrees/pool.ts"),
+    import("../../server/worktrees/resume-checkouts.ts"),
+    import("../../server/worktrees/process-identity.ts"),
+    import("../../server/worktrees/take-worktree.ts"),
+    import("../../server/git/host-object-store.ts"),
+  ]);
   const config = loadConfig();
   const holdPid = positive(flags.holdPid, "hold-pid");
   const pool = await openWorktreePool({ dir: poolDirectory(config.dataDir), host: config.host });
@@ -117,7 +124,11 @@ async function resume(flags: ResumeFlags): Promise<ResumeResult> {
       owner: flags.context ?? `snapshot:${flags.snapshot}`,
       maxIdlePerRepository: positive(flags.maxIdle, "max-idle"),
       holder: holdPid === undefined ? undefined : await processOnThisMachine(holdPid, config.host),
-      restore: { onProgress: (event) => progress(`${event.phase}: ${event.message}`) },
+      restore: {
+        onProgress: (event) => progress(`${event.phase}: ${event.message}`),
+        // Worktrees of one repository share this host's object store (docs/restore.md).
+        objectStores: objectStoresDirectory(config.dataDir),
+      },
     }),
   );
   // With --hold-pid the worktrees stay held while that process runs; otherwise they are free

@@ -59,7 +59,10 @@ export interface ResumeCheckoutsOptions {
   maxIdlePerRepository?: number;
   /** The process named as the holder of the worktrees taken (this one by default). */
   holder?: ProcessIdentity;
-  restore?: Pick<RestoreOptions, "gitPath" | "baseEnv" | "timeoutMs" | "fetchTimeoutMs" | "signal" | "onProgress">;
+  restore?: Pick<
+    RestoreOptions,
+    "gitPath" | "baseEnv" | "timeoutMs" | "fetchTimeoutMs" | "signal" | "onProgress" | "objectStores"
+  >;
   /** Tests: runs at a step of a reset. */
   beforeResetStep?: (step: "write" | "verify") => Promise<void>;
 }
