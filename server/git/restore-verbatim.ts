@@ -3,7 +3,6 @@
 // do not read back gets the bytes the capture stored for it, or else the blob's own content,
 // and is verified by those bytes. Only where the index holds the recorded blob at that path, so
 // a partial restore leaves the other files as git wrote them.
-import { createHash } from "node:crypto";
 import { chmod, copyFile, lstat, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { dirname, join, sep } from "node:path";
 import type { VerbatimFile } from "../domain/capture-manifest.ts";
@@ -12,7 +11,7 @@ import { blobContents } from "./commands.ts";
 import { copyBlobToFile, type BlobSource } from "./restore-blobs.ts";
 import { setIndexEntriesAfresh, treeFiles } from "./restore-commands.ts";
 import type { GitRunner } from "./runner.ts";
-import { blobObjectId } from "./verbatim-files.ts";
+import { holdsVerbatimBytes } from "./verbatim-files.ts";
 
 export interface VerbatimOutcome {
   /** Files that hold exactly their recorded bytes. */
@@ -45,11 +44,7 @@ async function replaceContent(target: string, source: string): Promise<void> {
 
 /** Whether the file holds exactly what the record says: the stored bytes, or the blob's own. */
 async function holdsRecordedBytes(target: string, file: VerbatimFile, objectFormat: "sha1" | "sha256") {
-  const bytes = await readFile(target);
-  if (file.bytes) {
-    return bytes.length === file.bytes.size && createHash("sha256").update(bytes).digest("hex") === file.bytes.digest;
-  }
-  return blobObjectId(bytes, objectFormat) === file.oid;
+  return holdsVerbatimBytes(await readFile(target), file, objectFormat);
 }
 
 /**
