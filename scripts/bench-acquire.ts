@@ -16,14 +16,20 @@
 // shared 2-core machine it tells whether latency moved because the code did or because the
 // machine was busy. The HTTP clients' process is counted apart (agents pay it on their own
 // machines; here it shares the 2 cores with the server and PostgreSQL).
+// The http-floor rows run the same clients against a bare node:http server that answers every
+// request with one recorded acquire answer: what HTTP itself costs on this machine, the least
+// any server code could add, printed beside the goal.
 // The HTTP clients send tRPC's requests through node:http rather than Node's fetch, which cost
 // them more CPU per acquire than the server spends (see bench-acquire-clients.ts;
 // --http-client fetch uses fetch).
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
-// --transports in-process,http --http-client node|fetch.
+// --transports in-process,http,http-floor --http-client node|fetch.
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
+import superjson from "superjson";
 import { createTestCatalog, type TestCatalog } from "../server/testing/catalog.ts";
 import { trustAgent } from "../server/domain/scope.ts";
 import { createAgentToken } from "../server/auth/agents.ts";
@@ -40,15 +46,17 @@ const { values } = parseArgs({
     "paced-rate": { type: "string", default: "1000" },
     acquires: { type: "string", default: "10000" },
     warmup: { type: "string", default: "400" },
-    transports: { type: "string", default: "in-process,http" },
+    transports: { type: "string", default: "in-process,http,http-floor" },
     "http-client": { type: "string", default: "node" },
   },
 });
-type Transport = "in-process" | "http";
+type Transport = "in-process" | "http" | "http-floor";
 const TRANSPORTS = values.transports.split(",") as Transport[];
 const HTTP_CLIENT = values["http-client"] as HttpClient;
 if (HTTP_CLIENT !== "node" && HTTP_CLIENT !== "fetch") throw new Error(`unknown --http-client ${HTTP_CLIENT}`);
-for (const t of TRANSPORTS) if (t !== "in-process" && t !== "http") throw new Error(`unknown transport ${t}`);
+for (const t of TRANSPORTS) {
+  if (t !== "in-process" && t !== "http" && t !== "http-floor") throw new Error(`unknown transport ${t}`);
+}
 const SIZES = values.sizes.split(",").map(Number);
 const CLIENT_COUNTS = values.clients.split(",").map(Number);
 /** Acquires per second for the paced run of the most clients (0: none). */
@@ -197,15 +205,10 @@ const inProcess = (catalog: TestCatalog): Runner =>
   );
 
 /**
- * Acquire over HTTP as an agent does it: the app's tRPC handler on a node:http server in this
- * process, one token per agent checked on every request, and the clients in a child process
- * (scripts/bench-acquire-clients.ts) — one tRPC client per agent (no batching: one acquire, one
- * request) whose fetch keeps its connections alive.
+ * The bench's HTTP clients in a child process (scripts/bench-acquire-clients.ts): one tRPC client
+ * per agent (no batching: one acquire, one request) whose fetch keeps its connections alive.
  */
-async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): Promise<void> }> {
-  const server = await serveApp({ db: catalog.db });
-  const tokens: string[] = [];
-  for (let a = 0; a < AGENTS; a++) tokens.push((await createAgentToken(catalog.db, { name: `bench-${a}` })).token);
+async function httpClients(url: string, tokens: string[]): Promise<{ run: Runner; close(): Promise<void> }> {
   const child = fork(new URL("./bench-acquire-clients.ts", import.meta.url), { stdio: "inherit" });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const ask = (request: ClientsRequest) =>
@@ -219,7 +222,7 @@ async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): P
       });
       child.send(request);
     });
-  await ask({ type: "connect", url: `${server.url}${TRPC_ENDPOINT}`, tokens, httpClient: HTTP_CLIENT });
+  await ask({ type: "connect", url, tokens, httpClient: HTTP_CLIENT });
   return {
     run: async (shape, load, total, offset) => {
       const reply = await ask({ type: "run", shape, load, total, offset });
@@ -229,7 +232,63 @@ async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): P
     close: async () => {
       child.disconnect();
       await exited;
+    },
+  };
+}
+
+/**
+ * Acquire over HTTP as an agent does it: the app's tRPC handler on a node:http server in this
+ * process, one token per agent checked on every request, driven by httpClients.
+ */
+async function overHttp(catalog: TestCatalog): Promise<{ run: Runner; close(): Promise<void> }> {
+  const server = await serveApp({ db: catalog.db });
+  const tokens: string[] = [];
+  for (let a = 0; a < AGENTS; a++) tokens.push((await createAgentToken(catalog.db, { name: `bench-${a}` })).token);
+  const clients = await httpClients(`${server.url}${TRPC_ENDPOINT}`, tokens);
+  return {
+    run: clients.run,
+    close: async () => {
+      await clients.close();
       await server.close();
+    },
+  };
+}
+
+/**
+ * The floor of any acquire over HTTP on this machine: the same clients, process, requests and
+ * answer bytes, answered by a bare node:http server in this process with one recorded acquire
+ * answer — no tRPC, no token check, no database. What HTTP itself costs here (sockets, parsing,
+ * the clients' CPU on the same two cores): no server code can answer faster than this.
+ */
+async function httpFloor(catalog: TestCatalog): Promise<{ run: Runner; close(): Promise<void> }> {
+  const plan = await acquireWorkspace(catalog.db, {
+    agent: trustAgent("agent-0", "bench-0"),
+    repository: { identity: "bench.invalid/floor" },
+    backendKind: "modal",
+    baseImage: "img",
+    canonicalRef: "main",
+    workspace: "/w/floor",
+    host: "floor",
+  });
+  const answer = Buffer.from(JSON.stringify({ result: { data: superjson.serialize(plan) } }));
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": answer.length });
+      res.end(answer);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const tokens = Array.from({ length: AGENTS }, (_, a) => `floor-token-${a}`);
+  const clients = await httpClients(`http://127.0.0.1:${port}${TRPC_ENDPOINT}`, tokens);
+  return {
+    run: clients.run,
+    close: async () => {
+      await clients.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }
@@ -274,7 +333,8 @@ async function main(): Promise<void> {
       for (const line of await plans(catalog)) process.stderr.write(`  ${line}\n`);
       let offset = 0;
       for (const transport of TRANSPORTS) {
-        const http = transport === "http" ? await overHttp(catalog) : null;
+        const http =
+          transport === "http" ? await overHttp(catalog) : transport === "http-floor" ? await httpFloor(catalog) : null;
         const run = http?.run ?? inProcess(catalog);
         try {
           for (const load of LOADS) {
@@ -363,6 +423,15 @@ async function main(): Promise<void> {
     process.stdout.write(
       `goal ${verdict(ratio <= GOAL_HTTP_RATIO)}: HTTP p99 ${http.p99.toFixed(2)} ms = ${ratio.toFixed(2)}x in-process (<= ${GOAL_HTTP_RATIO}x), ${pacedLoad ? "paced" : "closed"} at ${GOAL_SIZE}\n`,
     );
+    const floor = at("http-floor", pacedLoad);
+    if (floor) {
+      const floorRatio = floor.p99 / base.p99;
+      process.stdout.write(
+        `  the HTTP floor here (no server code at all) is p99 ${floor.p99.toFixed(2)} ms = ${floorRatio.toFixed(2)}x in-process: ` +
+          `${floorRatio > GOAL_HTTP_RATIO ? "the goal is out of reach on this machine whatever the server does" : "the goal is within reach"}; ` +
+          `the server adds ${(http.p99 - floor.p99).toFixed(2)} ms at p99\n`,
+      );
+    }
   }
 }
 
