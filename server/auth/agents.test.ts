@@ -82,4 +82,30 @@ describeEachDatabase("agents and tokens", (catalog) => {
     await new Promise((resolve) => setTimeout(resolve, VERIFIED_TOKEN_TTL_MS + 100));
     expect(await authenticateAgent(db, `Bearer ${issued.token}`)).toBeNull();
   });
+
+  it("a token in steady use stays valid throughout (refreshed ahead of the window), and a revocation still ends it within the window", async () => {
+    const db = catalog().db;
+    const issued = await createAgent(db, { name: uniqueName("steady") });
+    const bearer = `Bearer ${issued.token}`;
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Called every 100 ms for longer than the window: it stays valid throughout (refreshed ahead).
+    const started = Date.now();
+    while (Date.now() - started < VERIFIED_TOKEN_TTL_MS * 2) {
+      expect(await authenticateAgent(db, bearer)).not.toBeNull();
+      await sleep(100);
+    }
+    const elsewhere = openCatalog(catalog().url);
+    try {
+      expect(await revokeAgentTokens(elsewhere.db, { name: issued.agentName })).toBe(1);
+    } finally {
+      await elsewhere.close();
+    }
+    const revokedAt = Date.now();
+    // Still called every 100 ms: refused from the window's end on, however steady the use.
+    while (Date.now() - revokedAt < VERIFIED_TOKEN_TTL_MS + 600) {
+      const agent = await authenticateAgent(db, bearer);
+      if (Date.now() - revokedAt > VERIFIED_TOKEN_TTL_MS + 100) expect(agent).toBeNull();
+      await sleep(100);
+    }
+  });
 });

@@ -96,23 +96,28 @@ export async function listAgents(db: Db) {
 // committed just after the requests already in flight. Keyed by client, so a token is never
 // taken for valid in a catalog that did not verify it.
 export const VERIFIED_TOKEN_TTL_MS = 2_000;
+/**
+ * A token in use is looked up again this long before its verification lapses, in the background:
+ * an agent calling steadily never waits on the lookup (it was one slow request in a few hundred,
+ * the HTTP tail of bench:acquire). The window itself does not move: a refresh extends it from the
+ * moment the refresh started, and only when the token is still valid.
+ */
+const REFRESH_AHEAD_MS = 1_000;
 const VERIFIED_TOKENS_MAX = 10_000;
-const verifiedTokens = new WeakMap<object, Map<string, { agent: AgentScope; until: number }>>();
+interface Verified {
+  agent: AgentScope;
+  until: number;
+  refreshing: boolean;
+}
+const verifiedTokens = new WeakMap<object, Map<string, Verified>>();
 
 /** Empties the verified-token cache of a catalog client (its tokens changed). */
 function forgetVerifiedTokens(db: Db): void {
   verifiedTokens.delete(db);
 }
 
-/** Resolves an `Authorization: Bearer …` header to an agent, or null when it proves nothing. */
-export async function authenticateAgent(db: Db, authorization: string | null): Promise<AgentScope | null> {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
-  const token = match?.[1];
-  if (!token || !token.startsWith(TOKEN_PREFIX)) return null;
-  const tokenHash = hashToken(token);
-  let verified = verifiedTokens.get(db);
-  const cached = verified?.get(tokenHash);
-  if (cached && cached.until > Date.now()) return cached.agent;
+/** The agent a token hash proves now, from the catalog (records its use at most once a minute). */
+async function lookUpToken(db: Db, tokenHash: string): Promise<AgentScope | null> {
   const row = await db.agentToken.findUnique({
     where: { tokenHash },
     select: {
@@ -127,9 +132,46 @@ export async function authenticateAgent(db: Db, authorization: string | null): P
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > TOKEN_USE_RECORDED_EVERY_MS) {
     await db.agentToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } }).catch(() => undefined);
   }
-  const agent = trustAgent(row.agent.id, row.agent.name);
+  return trustAgent(row.agent.id, row.agent.name);
+}
+
+/** Looks a cached token up again off the request path; drops it when it no longer proves anything. */
+function refreshAhead(db: Db, tokenHash: string, entry: Verified): void {
+  entry.refreshing = true;
+  const started = Date.now();
+  lookUpToken(db, tokenHash)
+    .then((agent) => {
+      // Forgotten meanwhile (its tokens changed in this process): stays forgotten.
+      if (verifiedTokens.get(db)?.get(tokenHash) !== entry) return;
+      if (agent) entry.until = started + VERIFIED_TOKEN_TTL_MS;
+      else verifiedTokens.get(db)?.delete(tokenHash);
+    })
+    .catch(() => undefined)
+    .finally(() => {
+      entry.refreshing = false;
+    });
+}
+
+/** Resolves an `Authorization: Bearer …` header to an agent, or null when it proves nothing. */
+export async function authenticateAgent(db: Db, authorization: string | null): Promise<AgentScope | null> {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+  const token = match?.[1];
+  if (!token || !token.startsWith(TOKEN_PREFIX)) return null;
+  const tokenHash = hashToken(token);
+  let verified = verifiedTokens.get(db);
+  const cached = verified?.get(tokenHash);
+  const now = Date.now();
+  if (cached && cached.until > now) {
+    if (cached.until - now < REFRESH_AHEAD_MS && !cached.refreshing) refreshAhead(db, tokenHash, cached);
+    return cached.agent;
+  }
+  const agent = await lookUpToken(db, tokenHash);
+  if (!agent) {
+    verified?.delete(tokenHash);
+    return null;
+  }
   if (!verified) verifiedTokens.set(db, (verified = new Map()));
   if (verified.size >= VERIFIED_TOKENS_MAX) verified.clear();
-  verified.set(tokenHash, { agent, until: Date.now() + VERIFIED_TOKEN_TTL_MS });
+  verified.set(tokenHash, { agent, until: Date.now() + VERIFIED_TOKEN_TTL_MS, refreshing: false });
   return agent;
 }
