@@ -17,14 +17,16 @@ function identityOf(key: PoolKey): string {
 
 describe("the pool a checkout belongs to", () => {
   it("is the repository its remotes name, however the URL spells it", () => {
-    const https = poolKeyOf(origin("https://github.com/acme/app.git"), "/work/a");
+    const https = poolKeyOf(origin("https://github.com/acme/app.git"), "/checkouts/a");
     const scp = poolKeyOf(origin("git@github.com:acme/app.git"), "/elsewhere/b");
     const ssh = poolKeyOf(origin("ssh://git@GitHub.com/acme/app"), "/c");
     expect(https).toEqual({ pooled: true, repository: { identity: "github.com/acme/app", name: "app" } });
     expect(scp).toEqual(https);
     expect(ssh).toEqual(https);
     // Another repository of the same name is another pool (its worktrees are named app-<n> too).
-    expect(identityOf(poolKeyOf(origin("https://github.com/other/app.git"), "/work/a"))).toBe("github.com/other/app");
+    expect(identityOf(poolKeyOf(origin("https://github.com/other/app.git"), "/checkouts/a"))).toBe(
+      "github.com/other/app",
+    );
   });
 
   it("takes origin first, then the first remote", () => {
@@ -60,9 +62,9 @@ describe("the pool a checkout belongs to", () => {
   });
 
   it("is none for a checkout without remotes, and says why", () => {
-    const key = poolKeyOf([], "/work/scratch");
+    const key = poolKeyOf([], "/checkouts/scratch");
     expect(key).toMatchObject({ pooled: false, reason: "no-remote" });
-    expect(key.pooled ? "" : key.message).toMatch(/\/work\/scratch has no remote.*Add a remote/);
+    expect(key.pooled ? "" : key.message).toMatch(/\/checkouts\/scratch has no remote.*Add a remote/);
   });
 
   it("reads a real checkout's remotes, relative ones resolved from its root", async () => {
