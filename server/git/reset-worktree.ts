@@ -19,9 +19,16 @@ import type { RestoreResult, RestoreTimings } from "../domain/restore-result.ts"
 import { oidArg, setIndexEntries, writeTree, type IndexEntry } from "./commands.ts";
 import { discoverRepository } from "./discover.ts";
 import { filesDifferingFromIndex } from "./restore-commands.ts";
-import { RestoreHistory, type CommitSource } from "./restore-history.ts";
+import type { CommitSource } from "./restore-history.ts";
 import { applyChain } from "./restore-patches.ts";
-import { captureWarnings, finalizeRepository, phaseClock, type RestoreOptions } from "./restore.ts";
+import {
+  captureWarnings,
+  DEFAULT_TIMEOUT_MS,
+  finalizeRepository,
+  phaseClock,
+  restoreHistory,
+  type RestoreOptions,
+} from "./restore.ts";
 import { createGitRunner, splitNul, type GitCommand, type GitRunner } from "./runner.ts";
 import { compareWorktree, type RecordedState } from "./worktree-drift.ts";
 
@@ -37,9 +44,6 @@ export type ResetOptions = Pick<
 export type ResetReport =
   | { status: "reset"; result: RestoreResult; changedPaths: number }
   | { status: "declined"; cause: StrataError; touched: boolean };
-
-const DEFAULT_FETCH_TIMEOUT_MS = 10 * 60_000;
-const DEFAULT_TIMEOUT_MS = 30 * 60_000;
 
 /** Settings for every call: no hooks, no file-system monitor, no automatic maintenance. */
 const RESET_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gc.auto=0"];
@@ -142,13 +146,7 @@ export async function resetWorktree(
   });
   const timer = phaseClock();
   const scratch = await mkdtemp(join(layout.gitDir, "strata-reset-"));
-  const history = new RestoreHistory(git, manifest, {
-    blobs: opts.blobs,
-    scratch,
-    fetchTimeoutMs: opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
-    baseEnv: opts.baseEnv ?? process.env,
-    signal: opts.signal,
-  });
+  const history = restoreHistory(git, manifest, opts, scratch);
   let touched = false;
   try {
     let commitsFrom: CommitSource | "none" = "none";

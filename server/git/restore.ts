@@ -117,8 +117,26 @@ function isDegradableFailure(error: unknown): error is StrataError & { code: Deg
 }
 
 const DEFAULT_FETCH_TIMEOUT_MS = 10 * 60_000;
-/** Per git call: writing a very large worktree takes a while. */
-const DEFAULT_TIMEOUT_MS = 30 * 60_000;
+/** Per git call: writing a very large worktree takes a while. Also a reset's (reset-worktree.ts). */
+export const DEFAULT_TIMEOUT_MS = 30 * 60_000;
+
+/** The commit history a restore (or a reset for reuse) reads HEAD and the bundle from. */
+export function restoreHistory(
+  git: GitRunner,
+  manifest: CaptureManifest,
+  opts: Pick<RestoreOptions, "blobs" | "fetchTimeoutMs" | "baseEnv" | "signal">,
+  scratch: string,
+  store?: HostObjectStore | null,
+): RestoreHistory {
+  return new RestoreHistory(git, manifest, {
+    blobs: opts.blobs,
+    scratch,
+    fetchTimeoutMs: opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
+    baseEnv: opts.baseEnv ?? process.env,
+    signal: opts.signal,
+    ...(store ? { store } : {}),
+  });
+}
 
 interface Held {
   stage: RestoreStage;
@@ -192,14 +210,7 @@ export async function restoreWorktree(
         message: `The restored repository borrows objects from ${borrowed.join(" and ")}; keep that store while the worktree is used.`,
       });
     }
-    const history = new RestoreHistory(git, manifest, {
-      blobs: opts.blobs,
-      scratch,
-      fetchTimeoutMs: opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
-      baseEnv: opts.baseEnv ?? process.env,
-      signal: opts.signal,
-      store,
-    });
+    const history = restoreHistory(git, manifest, opts, scratch, store);
     const context: BuildContext = {
       git,
       manifest,
