@@ -165,6 +165,27 @@ describe("one object store per repository on this host", () => {
     expect(new Set(again.bundle?.commits)).toEqual(new Set([u1, u2]));
   });
 
+  it("restores unpushed commits built on a pushed commit with history, which the store fetched shallow", async () => {
+    const { root } = pushedCheckout(2);
+    write(root, "src/file-0.txt", "second pushed commit\n");
+    const base = commitAll(root, "pushed two");
+    git(root, ["push", "--quiet", "origin", "main"]);
+    write(root, "local.txt", "one\n");
+    const unpushed = commitAll(root, "local one");
+    const blobs = new Map<string, Buffer>();
+    const manifest = await captureInto(root, blobs);
+    expect(manifest.bundle?.commits).toEqual([unpushed]);
+    const h = host();
+
+    const restored = await restoreOn(h, manifest, blobs, "w");
+    expect(restored.result.status).toBe("restored");
+    expect(restored.result.timings?.commitsFrom).toBe("bundle");
+    expect(git(restored.into, ["rev-parse", "HEAD"]).trim()).toBe(unpushed);
+    // The store holds the base alone; the restored repository knows where its history stops.
+    expect(git(storeOf(h, manifest), ["rev-list", "--count", base]).trim()).toBe("1");
+    expect(git(restored.into, ["log", "--format=%s"]).trim().split("\n")).toEqual(["local one", "pushed two"]);
+  });
+
   it("lets the degraded ladder find the pushed branch tip in the store when the remote is gone", async () => {
     const { root, remote } = pushedCheckout(2);
     const base = git(root, ["rev-parse", "HEAD"]).trim();

@@ -13,7 +13,7 @@
 // this host, or that nobody refreshed for a minute, is broken.
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { link, mkdir, open, readFile, rename, rm, stat, unlink, utimes } from "node:fs/promises";
+import { link, mkdir, open, readFile, rename, rm, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -305,6 +305,25 @@ export async function pushedTipInStore(
 
 /** The commits the store's history is cut at (its `shallow` file), for borrowers to graft too. */
 export async function shallowCommitsInStore(store: HostObjectStore): Promise<string[]> {
-  const text = await readFile(join(store.dir, "shallow"), "utf8").catch(() => "");
+  return shallowCommitsIn(store.dir);
+}
+
+async function shallowCommitsIn(gitDir: string): Promise<string[]> {
+  const text = await readFile(join(gitDir, "shallow"), "utf8").catch(() => "");
   return splitLines(Buffer.from(text)).filter((l) => /^[0-9a-f]{40,64}$/.test(l));
+}
+
+/**
+ * Gives a repository that borrows the store's objects the store's shallow cut too: a commit at
+ * the cut has parents the store never fetched, and git in the borrowing repository (unpacking a
+ * bundle built on that commit, `git log`) would otherwise look for them and fail. Returns
+ * whether the store's history is cut at all.
+ */
+export async function adoptShallowCut(gitDir: string, store: HostObjectStore): Promise<boolean> {
+  const cut = await shallowCommitsInStore(store);
+  if (cut.length === 0) return false;
+  const own = await shallowCommitsIn(gitDir);
+  const all = [...new Set([...own, ...cut])];
+  if (all.length > own.length) await writeFile(join(gitDir, "shallow"), `${all.join("\n")}\n`);
+  return true;
 }

@@ -18,7 +18,13 @@ import {
   refCommit,
   unbundle,
 } from "./restore-commands.ts";
-import { PUSHED_REF_PREFIX, pushedTipInStore, pushedTipRef, type HostObjectStore } from "./host-object-store.ts";
+import {
+  adoptShallowCut,
+  PUSHED_REF_PREFIX,
+  pushedTipInStore,
+  pushedTipRef,
+  type HostObjectStore,
+} from "./host-object-store.ts";
 import type { GitRunner } from "./runner.ts";
 
 export interface FetchableRemote {
@@ -287,6 +293,8 @@ export class RestoreHistory {
       );
       return false;
     }
+    // Its base may be at the cut of a shallow store: this repository must know the cut too.
+    if (this.opts.store) await adoptShallowCut(join(this.git.cwd, ".git"), this.opts.store);
     try {
       await this.git.run(unbundle(this.bundleFile()));
     } catch (error) {

@@ -43,6 +43,7 @@ import {
   pushedCommitsInStore,
   pushedTipRef,
   recordPushedInStore,
+  adoptShallowCut,
   setRefs,
   shallowCommitsInStore,
   type HostObjectStore,
@@ -618,12 +619,7 @@ async function shareWithStore(
     await git.run(setRefs(refs));
     await git.run(packRefs());
   }
-  const cut = await shallowCommitsInStore(store);
-  if (cut.length > 0) {
-    const file = join(git.cwd, ".git", "shallow");
-    const own = existsSync(file) ? (await readFile(file, "utf8")).split("\n").filter(Boolean) : [];
-    await writeFile(file, `${[...new Set([...own, ...cut])].join("\n")}\n`);
-  }
+  await adoptShallowCut(join(git.cwd, ".git"), store);
 }
 
 /** Recorded commits (HEAD, unpushed and left-out ones) the restored repository does not hold. */
