@@ -140,10 +140,13 @@ export function readTreeToIndex(indexFile: string, treeish: string): GitCommand<
   return { args: [...RESTORE_CONFIG, "read-tree", oidArg(treeish)], env: onIndex(indexFile), parse: () => undefined };
 }
 
-/** Applies a binary patch file to the index only; all of it or nothing (git apply is atomic). */
-export function applyPatchToIndex(indexFile: string, patchFile: string): GitCommand<void> {
+/**
+ * Applies binary patch files to the index only, in order (each onto what the ones before made);
+ * all of them or nothing (git apply is atomic).
+ */
+export function applyPatchToIndex(indexFile: string, ...patchFiles: [string, ...string[]]): GitCommand<void> {
   return {
-    args: [...RESTORE_CONFIG, "apply", "--cached", "--binary", "--whitespace=nowarn", ...pathArgs([patchFile])],
+    args: [...RESTORE_CONFIG, "apply", "--cached", "--binary", "--whitespace=nowarn", ...pathArgs(patchFiles)],
     env: onIndex(indexFile),
     parse: () => undefined,
   };

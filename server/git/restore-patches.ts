@@ -1,6 +1,8 @@
 // Applying a snapshot's patch chain to the index of a restore, link by link, each one whole or
 // not at all: a link counts as applied only when git applied all of it and the tree it makes
 // is the tree the capture recorded for it. The chain stops at the first link that fails.
+// A chain of several links is first applied in one go (one git apply, one write-tree): when
+// that makes the last link's tree, every link applied; only otherwise is it walked link by link.
 //
 // The files a link carries whole (binary or large: patch-chain.ts) are written into the
 // repository's object store first, each checked against its sha256 and then its object id; the
@@ -124,6 +126,33 @@ async function writeWholeFiles(
 }
 
 /**
+ * Every link at once: one `git apply` of all the patches (it applies each onto what the ones
+ * before it made) and one write-tree, instead of reading and writing the index and the tree once
+ * a link. The tree it makes, when that is the last link's recorded tree; null when a patch cannot
+ * be read or applied or the tree differs, and the caller goes link by link to find which.
+ */
+async function applyWholeChain(
+  git: GitRunner,
+  opts: { indexFile: string; links: readonly PatchLink[]; blobs: BlobSource; scratch: string; signal?: AbortSignal },
+): Promise<string | null> {
+  const files = opts.links.map((link) => join(opts.scratch, `${link.uuid}.patch`));
+  try {
+    for (const [i, link] of opts.links.entries()) {
+      await copyBlobToFile(opts.blobs, link.digest, files[i] as string, { size: link.size, signal: opts.signal });
+      await writeWholeFiles(git, link, opts);
+    }
+    await git.run(applyPatchToIndex(opts.indexFile, ...(files as [string, ...string[]])));
+    const tree = await git.run(writeTree(opts.indexFile));
+    return tree === opts.links[opts.links.length - 1]?.tree ? tree : null;
+  } catch (caught) {
+    if (isStrataError(caught) && ["BLOB_MISSING", "BLOB_CORRUPT", "GIT_FAILED"].includes(caught.code)) return null;
+    throw caught;
+  } finally {
+    await Promise.all(files.map((file) => rm(file, { force: true })));
+  }
+}
+
+/**
  * Applies `links` in order onto `start` (HEAD's commit, or the empty tree) in the index and
  * returns what applied. Later links build on earlier ones, so the first failure ends the chain.
  */
@@ -139,6 +168,11 @@ export async function applyChain(
   },
 ): Promise<ChainOutcome> {
   await git.run(readTreeToIndex(opts.indexFile, opts.start));
+  if (opts.links.length > 1) {
+    const whole = await applyWholeChain(git, opts);
+    if (whole !== null) return { applied: [...opts.links], tree: whole, failure: null, paths: [], pathsComplete: true };
+    await git.run(readTreeToIndex(opts.indexFile, opts.start));
+  }
   let tree = await git.run(writeTree(opts.indexFile));
   const applied: PatchLink[] = [];
   for (const [i, link] of opts.links.entries()) {

@@ -280,6 +280,22 @@ describe("records that fail the security checks", () => {
     },
   );
 
+  it("applies a chain of several links with one git apply, and says every link applied", async () => {
+    const fixture = CHECKOUT_FIXTURES.find((f) => f.name.startsWith("a patch chain"));
+    const captured = await fixture!.make();
+    expect(captured.manifest.patches.length).toBeGreaterThan(2);
+    const spy = spyGit();
+    const machine = secondMachine();
+    const report = await restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest: captured.manifest }, machine.into, {
+      ...options(captured.blobs, machine.stateDir),
+      gitPath: spy.gitPath,
+    });
+    expect(report.result.status).toBe("restored");
+    expect(report.result.holds.appliedChangeSets).toEqual(captured.manifest.patches.map((p) => p.uuid));
+    expect(git(machine.into, ["write-tree"]).trim()).toBe(captured.manifest.tree);
+    expect(spy.calls().filter((c) => / apply /.test(` ${c} `))).toHaveLength(1);
+  });
+
   it("accepts the record kinds a capture writes (the spy sees git start)", async () => {
     const fixture = CHECKOUT_FIXTURES.find((f) => f.name.startsWith("a patch chain"));
     const captured = await fixture!.make();
