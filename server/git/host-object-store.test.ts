@@ -108,6 +108,9 @@ describe("one object store per repository on this host", () => {
     expect(git(second.into, ["fsck", "--connectivity-only"])).toBeDefined();
     // The second worktree's own objects are a small fraction of the store's.
     expect(diskBytes(join(second.into, ".git", "objects"))).toBeLessThan(diskBytes(join(store, "objects")) / 5);
+    // What the change wrote is one pack, not a file per object.
+    expect(git(second.into, ["count-objects", "-v"])).toMatch(/^count: 0$/m);
+    expect(git(second.into, ["count-objects", "-v"])).toMatch(/^packs: 1$/m);
   });
 
   it("fetches a missing commit alone with depth 1, and the history behind it when the remote refuses that", async () => {

@@ -121,12 +121,23 @@ export function fetchRefspecs(url: string, refspecs: readonly string[], s: Fetch
 }
 
 /**
- * Packs the repository's own loose objects (what the snapshot's changes wrote: on disk each
- * takes a block and its fan-out directory another) into one pack; borrowed objects stay where
- * they are (`-l`).
+ * Packs the given objects into one pack under `packBase` (`<objects>/pack/pack`); git names the
+ * files after their content. With `prunePacked` after it, a repository's loose objects (on disk
+ * each takes a block and its fan-out directory another) become one pack.
  */
-export function packLooseObjects(): GitCommand<void> {
-  return { args: [...RESTORE_CONFIG, "repack", "-d", "-l", "-q"], parse: () => undefined };
+export function packObjects(packBase: string, oids: readonly string[]): GitCommand<void> {
+  if (!packBase.startsWith("/")) throw new StrataError("INVALID_INPUT", "A pack must be named by an absolute path.");
+  for (const oid of oids) oidArg(oid);
+  return {
+    args: [...RESTORE_CONFIG, "pack-objects", "--quiet", "--local", packBase],
+    input: `${oids.join("\n")}\n`,
+    parse: () => undefined,
+  };
+}
+
+/** Removes the loose objects a pack of the repository already holds. */
+export function prunePacked(): GitCommand<void> {
+  return { args: [...RESTORE_CONFIG, "prune-packed", "--quiet"], parse: () => undefined };
 }
 
 /** Unpacks a bundle file into the object store (its prerequisites must be present). */

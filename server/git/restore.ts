@@ -16,7 +16,7 @@
 // pushed base of the unpushed commits, then the caller's candidates (earlier snapshots of the
 // same checkout, nearest first), then the tip of the recorded branch; else (c) nothing.
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { CaptureManifest, PatchLink } from "../domain/capture-manifest.ts";
 import { BUNDLE_OMISSIONS } from "../domain/capture-manifest.ts";
@@ -55,7 +55,8 @@ import {
   filesDifferingFromIndex,
   headToBranch,
   initRestoreRepository,
-  packLooseObjects,
+  packObjects,
+  prunePacked,
   readTreeToIndex,
   setConfig,
   setRef,
@@ -190,6 +191,9 @@ export async function restoreWorktree(
   const clock = phaseClock();
   const warnings = [...(await removeStaleRestores(opts.stateDir)), ...captureWarnings(manifest)];
   const staging = await createStaging(target, opts.stateDir);
+  // Packing the repository's own loose objects, started once the files are written, beside
+  // their verification (only beside a shared store: see below).
+  const packing: Packing = { done: null };
   try {
     const git = createGitRunner({
       cwd: staging.dir,
@@ -221,6 +225,7 @@ export async function restoreWorktree(
       indexFile: join(gitDir, "index"),
       scratch,
       warnings,
+      packing: store ? packing : null,
     };
     const { held, commitsFrom, headFailure } = await build(context);
     // When HEAD could not be had only because the bundle's pushed base could not be fetched,
@@ -238,6 +243,7 @@ export async function restoreWorktree(
     const objectStore = store?.dir ?? null;
     if (!held) {
       const result = nothingRestored(record.snapshotId, manifest, headFailure, missingBase, warnings);
+      await packing.done?.catch(() => undefined);
       await staging.discard();
       return { path: null, result: { ...result, objectStore, timings: timings(commitsFrom) } };
     }
@@ -245,7 +251,7 @@ export async function restoreWorktree(
     await finalizeRepository(git, record.snapshotId, manifest, held, history, store);
     // Beside a shared store, the repository's own objects are the only git data each restore
     // adds: kept as one pack, not a loose file (and a block) per object.
-    if (store) await clock.time("publish", () => git.run(packLooseObjects()));
+    await clock.time("publish", async () => packing.done);
     const missingCommits = missingBase.length > 0 ? missingBase : await commitsNotHeld(git, manifest);
     if (history.shallow || (store && (await shallowCommitsInStore(store)).length > 0)) {
       warnings.push({
@@ -260,9 +266,31 @@ export async function restoreWorktree(
     const result = resultOf(record.snapshotId, manifest, held, missingCommits, missingBase, warnings);
     return { path: target, result: { ...result, objectStore, timings: timings(commitsFrom) } };
   } catch (error) {
+    await packing.done?.catch(() => undefined);
     await staging.discard();
     throw error;
   }
+}
+
+interface Packing {
+  done: Promise<void> | null;
+}
+
+/** Packs a repository's own loose objects into one pack; borrowed objects stay where they are. */
+async function packLooseObjects(git: GitRunner, gitDir: string): Promise<void> {
+  const objects = join(gitDir, "objects");
+  const fanout = (await readdir(objects)).filter((name) => /^[0-9a-f]{2}$/.test(name));
+  const loose = await Promise.all(
+    fanout.map(async (dir) =>
+      (await readdir(join(objects, dir)))
+        .filter((name) => /^(?:[0-9a-f]{38}|[0-9a-f]{62})$/.test(name))
+        .map((name) => dir + name),
+    ),
+  );
+  const oids = loose.flat();
+  if (oids.length === 0) return;
+  await git.run(packObjects(join(objects, "pack", "pack"), oids));
+  await git.run(prunePacked());
 }
 
 interface BuildContext {
@@ -275,6 +303,8 @@ interface BuildContext {
   scratch: string;
   /** The result's warnings, which writing the files may add to. */
   warnings: RestoreWarning[];
+  /** Where materialize starts packing the loose objects, once nothing more reads them (null: not packed). */
+  packing: Packing | null;
 }
 
 interface Built {
@@ -406,6 +436,10 @@ async function materialize(c: BuildContext, tree: string): Promise<VerbatimOutco
         signal: c.opts.signal,
       });
       if (warning) c.warnings.push(warning);
+    }
+    if (c.packing) {
+      c.packing.done = packLooseObjects(c.git, join(c.git.cwd, ".git"));
+      c.packing.done.catch(() => undefined);
     }
     return verbatim;
   });
