@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { copyFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import { configMatching, emptyTree, readTreeInto, resolveCommit, type RepositoryLayout } from "./commands.ts";
@@ -172,6 +172,34 @@ function takeLock(lockFile: string): boolean {
     }
   }
   return false;
+}
+
+/**
+ * Runs `refresh` (a read that may write the index back with refreshed stat data, as `git status`
+ * does with its own index) on one of the indexes captures keep (`captureIndexFiles`), holding
+ * that capture's lock so no capture changes the index meanwhile. The index still holds the same
+ * tree, so the record of the last capture follows the rewrite and the next capture still trusts
+ * it. Null, without running `refresh`, when a capture holds the lock.
+ */
+export async function refreshingCaptureIndex<T>(indexFile: string, refresh: () => Promise<T>): Promise<T | null> {
+  const mode = basename(indexFile).replace(/^index-/, "");
+  if (mode !== "all" && mode !== "tracked") return null;
+  const dir = dirname(indexFile);
+  const lockFile = join(dir, `capture-${mode}.lock`);
+  if (!takeLock(lockFile)) return null;
+  try {
+    const before = statSignature(indexFile);
+    const result = await refresh();
+    const after = statSignature(indexFile);
+    const stateFile = join(dir, `state-${mode}.json`);
+    const state = after !== before ? readState(stateFile) : null;
+    if (state && state.indexSignature === before) {
+      await writeAtomically(stateFile, JSON.stringify({ ...state, indexSignature: after }));
+    }
+    return result;
+  } finally {
+    rmSync(lockFile, { force: true });
+  }
 }
 
 /** Paths whose index entries carry the assume-unchanged bit (`ls-files -v` prints them lower-case). */

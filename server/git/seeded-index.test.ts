@@ -3,7 +3,7 @@
 // changed in the second their index was written, every index version), and it never writes the
 // checkout's own index.
 import { execFileSync } from "node:child_process";
-import { readFileSync, statSync, utimesSync } from "node:fs";
+import { readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -11,6 +11,7 @@ import {
   git,
   initRepository,
   removeTemporaryDirectories,
+  spyGit,
   temporaryDirectory,
   write,
 } from "../testing/repos.ts";
@@ -117,7 +118,7 @@ describe("compareWorktree through the seeded index", () => {
     expect(indexOf(root).equals(before)).toBe(true);
   });
 
-  it("reads the index of the checkout's last capture when that one holds the recorded tree, never writing it", async () => {
+  it("reads the index of the checkout's last capture when that one holds the recorded tree, never writing the checkout's", async () => {
     const { root } = committed();
     write(root, "a.txt", "a, edited after the commit\n");
     write(root, "new.txt", "new\n");
@@ -126,9 +127,9 @@ describe("compareWorktree through the seeded index", () => {
     const recorded = { head: captured.manifest.head, tree: captured.manifest.tree };
     const captureIndex = join(root, ".git", "strata", "index-all");
     expect(summarizeIndex(readFileSync(captureIndex), 20)?.tree).toBe(recorded.tree);
-    const [before, own] = [readFileSync(captureIndex), indexOf(root)];
+    const own = indexOf(root);
     expect(await compareWorktree(root, recorded)).toMatchObject({ drifted: [], headMoved: false, treeAvailable: true });
-    expect(readFileSync(captureIndex).equals(before)).toBe(true);
+    expect(summarizeIndex(readFileSync(captureIndex), 20)?.tree).toBe(recorded.tree);
     expect(indexOf(root).equals(own)).toBe(true);
     // A change after the capture, the same size and in the second the capture's index was written.
     const when = statSync(captureIndex).mtime;
@@ -139,6 +140,42 @@ describe("compareWorktree through the seeded index", () => {
       { path: "c.txt", change: "modified" },
       { path: "new.txt", change: "modified" },
     ]);
+  });
+
+  it("refreshes the capture's index once, as git status does its own, unless a capture holds it", async () => {
+    const { root } = committed();
+    write(root, "a.txt", "a, edited after the commit\n");
+    const captured = await captureCheckout(root);
+    if (captured.outcome !== "captured") throw new Error(captured.outcome);
+    const recorded = { head: captured.manifest.head, tree: captured.manifest.tree };
+    const captureIndex = join(root, ".git", "strata", "index-all");
+    // The edit is dated in the second the capture wrote its index: git must re-read it.
+    const written = statSync(captureIndex).mtime;
+    utimesSync(join(root, "a.txt"), written, written);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+
+    const lock = join(root, ".git", "strata", "capture-all.lock");
+    writeFileSync(lock, "4242\n");
+    // The index's own date is what git measures "changed in the same second" against.
+    const dated = () => statSync(captureIndex).mtimeMs;
+    const before = dated();
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([]);
+    expect(dated()).toBe(before);
+    rmSync(lock);
+
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([]);
+    const refreshed = dated();
+    expect(Math.floor(refreshed / 1000)).toBeGreaterThan(Math.floor(statSync(join(root, "a.txt")).mtimeMs / 1000));
+    expect(summarizeIndex(readFileSync(captureIndex), 20)?.tree).toBe(recorded.tree);
+    // Refreshed once: the next verify has nothing to re-read or write.
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([]);
+    expect(dated()).toBe(refreshed);
+    // The next capture still trusts the index it left: it does not rebuild the tree.
+    const spy = spyGit();
+    expect((await captureCheckout(root, { previous: captured.manifest, gitPath: spy.gitPath })).outcome).toBe(
+      "unchanged",
+    );
+    expect(spy.calls().filter((c) => / write-tree/.test(c))).toEqual([]);
   });
 
   it("compares a checkout whose index holds another tree, or has unresolved conflicts", async () => {

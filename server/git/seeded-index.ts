@@ -4,8 +4,9 @@
 // own index, instead of every file of the tree: a verify or a resume in place costs about one
 // `git status`. The checkout's index is only read, never written. An index of the checkout that
 // already holds the tree (its own after a restore or a commit of the recorded edits; else that of
-// its last capture, which has the stat data of uncommitted recorded edits) is used as it is: git
-// only reads it (GIT_OPTIONAL_LOCKS=0), so nothing is copied, merged or read again.
+// its last capture, which has the stat data of uncommitted recorded edits) is used as it is, so
+// nothing is copied, merged or read again: git only reads the checkout's own, and refreshes a
+// capture's as git status refreshes its own index (worktree-drift.ts, under the capture's lock).
 import { readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { isStrataError } from "../domain/errors.ts";

@@ -25,7 +25,7 @@ import {
 import { discoverRepository, resolveCheckoutDirectory } from "./discover.ts";
 import { OMISSION_DEFAULTS, planIndexChanges } from "./omitted.ts";
 import { createGitRunner, unreadablePath, type GitCommand, type GitRunner } from "./runner.ts";
-import { captureIndexFiles } from "./private-index.ts";
+import { captureIndexFiles, refreshingCaptureIndex } from "./private-index.ts";
 import { findIndexHoldingTree, seedIndexWithTree, unchangedSinceRead } from "./seeded-index.ts";
 import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
 import { statusCommand, type StatusEntry } from "./status.ts";
@@ -174,7 +174,7 @@ export async function compareWorktree(
     // holds the recorded tree and the checkout's stat data, so only files whose stat data
     // changed are read: an index of the checkout that holds the tree is used as it is (git only
     // reads it), and when that file was replaced meanwhile the status is asked again on a copy.
-    const statusAgainst = (indexFile: string | undefined) =>
+    const statusAgainst = (indexFile: string | undefined, writeRefreshedIndex = false) =>
       git.run(
         withoutFsmonitor(
           statusCommand({
@@ -182,6 +182,7 @@ export async function compareWorktree(
             ignored: false,
             ignoreSubmodules: "dirty",
             indexFile,
+            writeRefreshedIndex,
           }),
         ),
       );
@@ -193,8 +194,18 @@ export async function compareWorktree(
     let status;
     if (!treeAvailable) status = await statusAgainst(undefined);
     else if ("holding" in found) {
-      status = await statusAgainst(found.holding.path);
-      if (!(await unchangedSinceRead(found.holding))) status = await seeded();
+      const { holding } = found;
+      // A capture's own index (not the checkout's) is refreshed as git status refreshes its
+      // index: files the capture saw change in the second it wrote the index are re-read once,
+      // not by every later verify. Under the capture's lock, and only while it is the file read.
+      const refreshed =
+        holding.path === join(layout.gitDir, "index")
+          ? null
+          : await refreshingCaptureIndex(holding.path, async () =>
+              (await unchangedSinceRead(holding)) ? statusAgainst(holding.path, true) : null,
+            );
+      status = refreshed ?? (await statusAgainst(holding.path));
+      if (!refreshed && !(await unchangedSinceRead(holding))) status = await seeded();
     } else status = await seeded();
     const [unreadable] = status.unreadable;
     if (unreadable !== undefined) throw unreadablePath(unreadable, "the directory cannot be opened");

@@ -18,6 +18,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { expect } from "vitest";
 import { BUNDLE_OMISSIONS, type CaptureManifest } from "../domain/capture-manifest.ts";
 
 const IDENTITY = {
@@ -149,6 +150,18 @@ export function imageOf(root: string): RepositoryImage {
     packedRefs: hash(join(gitDir, "packed-refs")),
     files,
   };
+}
+
+/**
+ * Call before an operation that must not write a checkout (a verify, a resume in place); the
+ * returned check asserts its files, index, HEAD, refs and status are as they were. Strata's own
+ * capture cache under .git/strata is not the checkout's (a verify may refresh a capture's index
+ * there, as git status refreshes .git/index).
+ */
+export function expectUntouched(root: string): () => void {
+  const status = () => git(root, ["status", "--porcelain=v2", "--branch", "--untracked-files=all"]);
+  const before = { image: imageOf(root), status: status() };
+  return () => expect({ image: imageOf(root), status: status() }).toEqual(before);
 }
 
 // --- "the recorded tree is the working copy's" -----------------------------------------------------

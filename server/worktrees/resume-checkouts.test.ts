@@ -17,7 +17,7 @@ import {
   addOrigin,
   commitAll,
   git,
-  imageOf,
+  expectUntouched,
   initRepository,
   removeTemporaryDirectories,
   temporaryDirectory,
@@ -33,13 +33,6 @@ import { checkWorktree } from "./verify-worktree.ts";
 afterAll(removeTemporaryDirectories);
 
 const HOST = "host-a";
-
-/** Call before a resume; the returned check asserts the user's checkout was not written. */
-function expectUntouched(root: string): () => void {
-  const status = () => git(root, ["status", "--porcelain=v2", "--branch", "--untracked-files=all"]);
-  const before = { image: imageOf(root), status: status() };
-  return () => expect({ image: imageOf(root), status: status() }).toEqual(before);
-}
 
 describeEachDatabase("resume a task's checkouts", (catalog) => {
   let agent: TestAgent;

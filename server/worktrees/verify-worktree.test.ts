@@ -2,8 +2,8 @@
 // of each kind (as `strata verify` reads it), restored on a "second machine" or left where it
 // was captured, then edited, committed, moved. Every check asserts that the checkout is byte
 // for byte what it was before (.git included) and that `git status` says the same.
-import { createHash, randomUUID } from "node:crypto";
-import { chmodSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
@@ -17,6 +17,7 @@ import { describeEachDatabase } from "../testing/databases.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import {
   commitAll,
+  expectUntouched,
   git,
   initRepository,
   remove,
@@ -36,31 +37,6 @@ const SNAPSHOT_ID = "0d3c1a52-8d0e-4a4e-9a56-3f1e8b2c9d71";
 function secondMachine() {
   const dir = temporaryDirectory("strata-machine-");
   return { into: join(dir, "worktrees", "restored"), stateDir: join(dir, "state") };
-}
-
-/** Every entry under a directory, .git included: files by content, links by target. */
-function bytesUnder(root: string, base = "", out = new Map<string, string>()): Map<string, string> {
-  for (const entry of readdirSync(join(root, base), { withFileTypes: true })) {
-    const rel = base ? `${base}/${entry.name}` : entry.name;
-    const full = join(root, rel);
-    if (entry.isDirectory()) {
-      out.set(rel, "dir");
-      bytesUnder(root, rel, out);
-    } else if (entry.isSymbolicLink()) out.set(rel, `link:${readlinkSync(full)}`);
-    else out.set(rel, createHash("sha256").update(readFileSync(full)).digest("hex"));
-  }
-  return out;
-}
-
-/** Call before verifying; the returned check asserts nothing of the checkout was written. */
-function expectUntouched(root: string): () => void {
-  const status = () => git(root, ["status", "--porcelain", "--untracked-files=all"]);
-  const before = status();
-  const image = bytesUnder(root);
-  return () => {
-    expect(bytesUnder(root)).toEqual(image);
-    expect(status()).toBe(before);
-  };
 }
 
 /** A committed repository (two commits) with recorded edits on top: one edited, one new, one deleted file. */
