@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -108,9 +108,12 @@ describe("one object store per repository on this host", () => {
     expect(git(second.into, ["fsck", "--connectivity-only"])).toBeDefined();
     // The second worktree's own objects are a small fraction of the store's.
     expect(diskBytes(join(second.into, ".git", "objects"))).toBeLessThan(diskBytes(join(store, "objects")) / 5);
-    // What the change wrote is one pack, not a file per object.
+    // What the change wrote is one pack, not a file per object; the index is version 4 (paths
+    // prefix-compressed); Strata's pushed refs keep no reflog files.
     expect(git(second.into, ["count-objects", "-v"])).toMatch(/^count: 0$/m);
     expect(git(second.into, ["count-objects", "-v"])).toMatch(/^packs: 1$/m);
+    expect(readFileSync(join(second.into, ".git", "index")).readUInt32BE(4)).toBe(4);
+    expect(existsSync(join(second.into, ".git", "logs", "refs", "remotes", "strata"))).toBe(false);
   });
 
   it("fetches a missing commit alone with depth 1, and the history behind it when the remote refuses that", async () => {

@@ -238,10 +238,13 @@ function knownPushedRefs(): GitCommand<Map<string, string>> {
   };
 }
 
-/** Sets refs in one transaction (`update-ref --stdin`). */
+/**
+ * Sets refs in one transaction (`update-ref --stdin`), without reflogs: these are Strata's
+ * records of what was pushed, and a reflog would be a file (and a block) per ref.
+ */
 export function setRefs(refs: ReadonlyMap<string, string>): GitCommand<void> {
   return {
-    args: [...STORE_CONFIG, "update-ref", "--stdin"],
+    args: [...STORE_CONFIG, "-c", "core.logAllRefUpdates=false", "update-ref", "--stdin"],
     input: [...refs].map(([ref, oid]) => `update ${refArg(ref)} ${oidArg(oid)}\n`).join(""),
     parse: () => undefined,
   };

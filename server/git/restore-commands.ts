@@ -146,9 +146,18 @@ export function unbundle(file: string): GitCommand<void> {
   return { args: [...RESTORE_CONFIG, "bundle", "unbundle", file], parse: () => undefined };
 }
 
-/** Fills an index from a tree or commit (primes the cache tree, so later write-trees are cheap). */
+/**
+ * Fills an index from a tree or commit (primes the cache tree, so later write-trees are cheap).
+ * A new index is written in version 4, as git's `feature.manyFiles` does: each path is stored as
+ * what it does not share with the one before, a fifth of a large index's size; git keeps an
+ * index's version when it writes it again.
+ */
 export function readTreeToIndex(indexFile: string, treeish: string): GitCommand<void> {
-  return { args: [...RESTORE_CONFIG, "read-tree", oidArg(treeish)], env: onIndex(indexFile), parse: () => undefined };
+  return {
+    args: [...RESTORE_CONFIG, "-c", "index.version=4", "read-tree", oidArg(treeish)],
+    env: onIndex(indexFile),
+    parse: () => undefined,
+  };
 }
 
 /**
