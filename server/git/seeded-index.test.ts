@@ -176,6 +176,15 @@ describe("compareWorktree through the seeded index", () => {
       "unchanged",
     );
     expect(spy.calls().filter((c) => / write-tree/.test(c))).toEqual([]);
+    // Compared through the refreshed index, a deletion, an edit and a new file are told apart.
+    rmSync(join(root, "dir", "b.txt"));
+    write(root, "c.txt", "c, edited after the capture\n");
+    write(root, "extra.txt", "new\n");
+    expect((await compareWorktree(root, recorded)).drifted).toEqual([
+      { path: "c.txt", change: "modified" },
+      { path: "dir/b.txt", change: "deleted" },
+      { path: "extra.txt", change: "added" },
+    ]);
   });
 
   it("compares a checkout whose index holds another tree, or has unresolved conflicts", async () => {

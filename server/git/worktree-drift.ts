@@ -24,11 +24,11 @@ import {
 } from "./commands.ts";
 import { discoverRepository, resolveCheckoutDirectory } from "./discover.ts";
 import { OMISSION_DEFAULTS, planIndexChanges } from "./omitted.ts";
-import { createGitRunner, unreadablePath, type GitCommand, type GitRunner } from "./runner.ts";
+import { createGitRunner, splitNul, unreadablePath, type GitCommand, type GitRunner } from "./runner.ts";
 import { captureIndexFiles, refreshingCaptureIndex } from "./private-index.ts";
 import { findIndexHoldingTree, seedIndexWithTree, unchangedSinceRead } from "./seeded-index.ts";
 import { snapshotIgnoredPaths } from "./snapshot-ignore.ts";
-import { statusCommand, type StatusEntry } from "./status.ts";
+import { parseUnreadableWarnings, statusCommand, type StatusEntry, type StatusReport } from "./status.ts";
 import { holdsVerbatimBytes } from "./verbatim-files.ts";
 
 /** The capture settings that decide whether a file the recorded tree lacks counts as drift. */
@@ -120,6 +120,87 @@ function headFromFiles(layout: RepositoryLayout): string | undefined {
   return packed !== undefined && isObjectId(packed) ? packed : undefined;
 }
 
+/** `update-index --refresh`'s verdicts: files that differ from the index, entries left unmerged. */
+function refreshIndex(indexFile: string): GitCommand<{ changed: string[]; unmerged: string[] } | null> {
+  return {
+    args: ["-c", "core.splitIndex=false", "update-index", "--refresh"],
+    env: { GIT_INDEX_FILE: indexFile, GIT_OPTIONAL_LOCKS: "1" },
+    okExitCodes: [0, 1],
+    parse: (out) => {
+      const changed: string[] = [];
+      const unmerged: string[] = [];
+      for (const line of out.stdout.toString("utf8").split("\n")) {
+        if (line === "") continue;
+        if (line.endsWith(": needs update")) changed.push(line.slice(0, -": needs update".length));
+        else if (line.endsWith(": needs merge")) unmerged.push(line.slice(0, -": needs merge".length));
+        // A path git printed across lines (it holds a newline): only status can say it.
+        else return null;
+      }
+      return { changed, unmerged };
+    },
+  };
+}
+
+/** Files the index does not have and the ignore rules do not exclude (a nested repository ends with "/"). */
+function untrackedFiles(indexFile: string): GitCommand<{ paths: string[]; unreadable: string[] }> {
+  return {
+    args: ["ls-files", "-z", "--others", "--exclude-standard"],
+    env: { GIT_INDEX_FILE: indexFile },
+    parse: (out) => ({ paths: splitNul(out.stdout), unreadable: parseUnreadableWarnings(out.stderr) }),
+  };
+}
+
+function headCommit(): GitCommand<string | null> {
+  return {
+    args: ["rev-parse", "-q", "--verify", "HEAD^{commit}"],
+    okExitCodes: [0, 1, 128],
+    parse: (out) => (out.exitCode === 0 ? out.stdout.toString("utf8").trim() : null),
+  };
+}
+
+function currentBranch(): GitCommand<string | null> {
+  return {
+    args: ["symbolic-ref", "-q", "--short", "HEAD"],
+    okExitCodes: [0, 1],
+    parse: (out) => (out.exitCode === 0 ? out.stdout.toString("utf8").trim() : null),
+  };
+}
+
+/**
+ * What the comparison needs of `git status` against an index Strata may write (a capture's,
+ * under its lock), without status's other half: HEAD against the index, a walk of every entry
+ * when the recorded edits are spread over the tree. `update-index --refresh` re-reads the files
+ * whose stat data changed, writes refreshed stat data back and names the files that differ,
+ * beside `ls-files --others` for new files and HEAD and the branch, all at once. Null where only
+ * status can tell (a path with a newline, a verbatim file that differs: its modes are needed).
+ */
+async function refreshAndCompare(
+  git: GitRunner,
+  root: string,
+  indexFile: string,
+  untracked: boolean,
+  verbatim: ReadonlySet<string>,
+): Promise<StatusReport | null> {
+  const [refreshed, others, head, branch] = await Promise.all([
+    git.run(withoutFsmonitor(refreshIndex(indexFile))),
+    untracked ? git.run(untrackedFiles(indexFile)) : Promise.resolve({ paths: [], unreadable: [] }),
+    git.run(headCommit()),
+    git.run(currentBranch()),
+  ]);
+  if (!refreshed || refreshed.changed.some((path) => verbatim.has(path))) return null;
+  const entries: StatusEntry[] = [
+    ...refreshed.changed.map((path): StatusEntry => {
+      const gone = lstatSync(join(root, path), { throwIfNoEntry: false }) === undefined;
+      return { ...UNKNOWN_MODES, kind: "changed", x: ".", y: gone ? "D" : "M", submodule: "N...", path };
+    }),
+    ...refreshed.unmerged.map((path): StatusEntry => ({ kind: "unmerged", x: "U", y: "U", submodule: "N...", path })),
+    ...others.paths.map((path): StatusEntry => ({ kind: "untracked", path })),
+  ];
+  return { head, branch, entries, unreadable: others.unreadable };
+}
+
+const UNKNOWN_MODES = { modeHead: "", modeIndex: "", modeWorktree: "", oidHead: "", oidIndex: "" };
+
 /** The same call without a file-system monitor: a verify starts no daemon in the repository. */
 function withoutFsmonitor<T>(command: GitCommand<T>): GitCommand<T> {
   return { ...command, args: ["-c", "core.fsmonitor=false", ...command.args] };
@@ -198,12 +279,16 @@ export async function compareWorktree(
       // A capture's own index (not the checkout's) is refreshed as git status refreshes its
       // index: files the capture saw change in the second it wrote the index are re-read once,
       // not by every later verify. Under the capture's lock, and only while it is the file read.
+      const verbatim = new Set((recorded.verbatim ?? []).map((f) => f.path));
+      const untracked = rules.includeUntracked;
       const refreshed =
         holding.path === join(layout.gitDir, "index")
           ? null
-          : await refreshingCaptureIndex(holding.path, async () =>
-              (await unchangedSinceRead(holding)) ? statusAgainst(holding.path, true) : null,
-            );
+          : await refreshingCaptureIndex(holding.path, async () => {
+              if (!(await unchangedSinceRead(holding))) return null;
+              const compared = await refreshAndCompare(git, layout.root, holding.path, untracked, verbatim);
+              return compared ?? statusAgainst(holding.path, true);
+            });
       status = refreshed ?? (await statusAgainst(holding.path));
       if (!refreshed && !(await unchangedSinceRead(holding))) status = await seeded();
     } else status = await seeded();
