@@ -46,6 +46,8 @@ export interface HandlerOptions {
   host: string;
   /** This host's restore state (crash records of interrupted restores). */
   stateDir: string;
+  /** This host's shared object stores, one per repository, that restores borrow from (host-object-store.ts). */
+  objectStores?: string;
   gitPath?: string;
   /**
    * Test seam: called synchronously at named points of a job (`capture:publish`,
@@ -289,6 +291,7 @@ async function runRestore(
           into: jobDir,
           stateDir: opts.stateDir,
           signal: ctx.signal,
+          ...(opts.objectStores ? { objectStores: opts.objectStores } : {}),
           ...(opts.gitPath ? { gitPath: opts.gitPath } : {}),
           onProgress: (event) => {
             progress({ step: event.phase, restoreId: row.id });

@@ -1,6 +1,7 @@
 // A worker as a process runs it (`strata worker`, or inside `strata serve`): the queue of the
 // catalog, the handlers, the loop, and between polls the expiry of dead claims and the offer
 // to schedule maintenance.
+import { objectStoresDirectory } from "../git/host-object-store.ts";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { CatalogHandle } from "../db/client.ts";
@@ -36,6 +37,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
     db: opts.catalog.db,
     host: opts.host,
     stateDir: join(opts.dataDir, "restore-state"),
+    objectStores: objectStoresDirectory(opts.dataDir),
     ...(opts.checkpoint ? { checkpoint: opts.checkpoint } : {}),
   });
   const housekeepingMs = opts.housekeepingMs ?? 5_000;

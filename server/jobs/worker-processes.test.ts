@@ -3,13 +3,21 @@
 // half-written in sight and a second worker finishes the job; three hosts on one PostgreSQL
 // catalog run 200 mixed jobs with nothing lost and nothing done twice.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../testing/databases.ts";
 import type { JobView } from "../domain/jobs.ts";
-import { git, initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
+import {
+  addOrigin,
+  git,
+  initRepository,
+  removeTemporaryDirectories,
+  temporaryDirectory,
+  write,
+} from "../testing/repos.ts";
+import { objectStoresDirectory } from "../git/host-object-store.ts";
 import { captureAndPublish, localCatalog } from "../capture/capture-publish.ts";
 import { enqueueCapture, enqueueRestore } from "./agent-jobs.ts";
 import { consistencyViolations } from "../testing/content.ts";
@@ -157,6 +165,7 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
     it(`finishes a restore whose worker died at ${point}; the target only ever appears whole`, async () => {
       const db = catalog().db;
       const repo = smallRepository("restore");
+      addOrigin(repo);
       const key = keyFor("restore");
       const published = await captureAndPublish(localCatalog(db, agent.scope), {
         dir: repo,
@@ -194,6 +203,9 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
       // The worktree is the captured state, to the tree id; nothing else is left next to it.
       expect(git(into, ["write-tree"]).trim()).toBe(published.manifest.tree);
       expect(readdirSync(parent)).toEqual(["workspace"]);
+      // The repository's objects are borrowed from this host's store under the data directory.
+      const alternates = readFileSync(join(into, ".git", "objects", "info", "alternates"), "utf8");
+      expect(alternates).toContain(objectStoresDirectory(dataDir));
       const restores = await db.restore.findMany({
         where: { workContextId: key.workContextId },
         select: { id: true, outcome: true, pinId: true, snapshotId: true },
