@@ -280,16 +280,22 @@ describe("records that fail the security checks", () => {
     },
   );
 
-  it("applies a chain of several links with one git apply, and says every link applied", async () => {
+  /** The patch-chain fixture restored on a second machine through a git that logs its calls. */
+  async function restoreChainWithSpy() {
     const fixture = CHECKOUT_FIXTURES.find((f) => f.name.startsWith("a patch chain"));
     const captured = await fixture!.make();
-    expect(captured.manifest.patches.length).toBeGreaterThan(2);
     const spy = spyGit();
     const machine = secondMachine();
     const report = await restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest: captured.manifest }, machine.into, {
       ...options(captured.blobs, machine.stateDir),
       gitPath: spy.gitPath,
     });
+    return { captured, spy, machine, report };
+  }
+
+  it("applies a chain of several links with one git apply, and says every link applied", async () => {
+    const { captured, spy, machine, report } = await restoreChainWithSpy();
+    expect(captured.manifest.patches.length).toBeGreaterThan(2);
     expect(report.result.status).toBe("restored");
     expect(report.result.holds.appliedChangeSets).toEqual(captured.manifest.patches.map((p) => p.uuid));
     expect(git(machine.into, ["write-tree"]).trim()).toBe(captured.manifest.tree);
@@ -297,14 +303,7 @@ describe("records that fail the security checks", () => {
   });
 
   it("accepts the record kinds a capture writes (the spy sees git start)", async () => {
-    const fixture = CHECKOUT_FIXTURES.find((f) => f.name.startsWith("a patch chain"));
-    const captured = await fixture!.make();
-    const spy = spyGit();
-    const machine = secondMachine();
-    const report = await restoreWorktree({ snapshotId: SNAPSHOT_ID, manifest: captured.manifest }, machine.into, {
-      ...options(captured.blobs, machine.stateDir),
-      gitPath: spy.gitPath,
-    });
+    const { spy, report } = await restoreChainWithSpy();
     expect(report.result.status).toBe("restored");
     expect(spy.calls().length).toBeGreaterThan(0);
     for (const url of [
