@@ -18,12 +18,15 @@
 // machines; here it shares the 2 cores with the server and PostgreSQL).
 // The http-floor rows run the same clients against a bare node:http server that answers every
 // request with one recorded acquire answer: what HTTP itself costs on this machine, the least
-// any server code could add, printed beside the goal.
+// any server code could add, printed beside the goal. The http-direct rows run them against a
+// bare node:http server that does the acquire itself (the service called as the in-process rows
+// call it, with the agent the token names): HTTP plus the same database work, with no tRPC and
+// no token lookup, the least any server that really acquires could take here.
 // The HTTP clients send tRPC's requests through node:http rather than Node's fetch, which cost
 // them more CPU per acquire than the server spends (see bench-acquire-clients.ts;
 // --http-client fetch uses fetch).
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
-// --transports in-process,http,http-floor --http-client node|fetch.
+// --transports in-process,http,http-direct,http-floor --http-client node|fetch.
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -46,16 +49,18 @@ const { values } = parseArgs({
     "paced-rate": { type: "string", default: "1000" },
     acquires: { type: "string", default: "10000" },
     warmup: { type: "string", default: "400" },
-    transports: { type: "string", default: "in-process,http,http-floor" },
+    transports: { type: "string", default: "in-process,http,http-direct,http-floor" },
     "http-client": { type: "string", default: "node" },
   },
 });
-type Transport = "in-process" | "http" | "http-floor";
+type Transport = "in-process" | "http" | "http-direct" | "http-floor";
 const TRANSPORTS = values.transports.split(",") as Transport[];
 const HTTP_CLIENT = values["http-client"] as HttpClient;
 if (HTTP_CLIENT !== "node" && HTTP_CLIENT !== "fetch") throw new Error(`unknown --http-client ${HTTP_CLIENT}`);
 for (const t of TRANSPORTS) {
-  if (t !== "in-process" && t !== "http" && t !== "http-floor") throw new Error(`unknown transport ${t}`);
+  if (t !== "in-process" && t !== "http" && t !== "http-direct" && t !== "http-floor") {
+    throw new Error(`unknown transport ${t}`);
+  }
 }
 const SIZES = values.sizes.split(",").map(Number);
 const CLIENT_COUNTS = values.clients.split(",").map(Number);
@@ -271,17 +276,34 @@ async function httpFloor(catalog: TestCatalog): Promise<{ run: Runner; close(): 
     host: "floor",
   });
   const answer = Buffer.from(JSON.stringify({ result: { data: superjson.serialize(plan) } }));
+  const tokens = Array.from({ length: AGENTS }, (_, a) => `floor-token-${a}`);
+  return bareServer(tokens, async () => answer);
+}
+
+/** A bare node:http server on a free local port, with the bench's HTTP clients pointed at it. */
+async function bareServer(
+  tokens: string[],
+  answer: (body: Buffer, authorization: string) => Promise<Buffer>,
+): Promise<{ run: Runner; close(): Promise<void> }> {
   const server = createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      res.writeHead(200, { "content-type": "application/json", "content-length": answer.length });
-      res.end(answer);
+      answer(Buffer.concat(chunks), req.headers.authorization ?? "").then(
+        (bytes) => {
+          res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length });
+          res.end(bytes);
+        },
+        (error: unknown) => {
+          res.writeHead(500, { "content-type": "text/plain" });
+          res.end(String(error));
+        },
+      );
     });
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  const tokens = Array.from({ length: AGENTS }, (_, a) => `floor-token-${a}`);
   const clients = await httpClients(`http://127.0.0.1:${port}${TRPC_ENDPOINT}`, tokens);
   return {
     run: clients.run,
@@ -291,6 +313,27 @@ async function httpFloor(catalog: TestCatalog): Promise<{ run: Runner; close(): 
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * HTTP plus the same database work, nothing else: a bare node:http server that reads tRPC's
+ * request body and calls the acquire service as the in-process rows do, for the agent its token
+ * names (no token lookup), and answers tRPC's response shape.
+ */
+async function httpDirect(catalog: TestCatalog): Promise<{ run: Runner; close(): Promise<void> }> {
+  const tokens = Array.from({ length: AGENTS }, (_, a) => `direct-token-${a}`);
+  return bareServer(tokens, async (body, authorization) => {
+    const agent = Number(authorization.slice("Bearer direct-token-".length));
+    const input = superjson.deserialize(JSON.parse(body.toString("utf8"))) as Omit<
+      Parameters<typeof acquireWorkspace>[1],
+      "agent"
+    >;
+    const plan = await acquireWorkspace(catalog.db, {
+      ...input,
+      agent: trustAgent(`agent-${agent}`, `bench-${agent}`),
+    });
+    return Buffer.from(JSON.stringify({ result: { data: superjson.serialize(plan) } }));
+  });
 }
 
 async function measure(catalog: TestCatalog, shape: Shape, run: Runner, load: Load, total: number, offset: number) {
@@ -334,7 +377,13 @@ async function main(): Promise<void> {
       let offset = 0;
       for (const transport of TRANSPORTS) {
         const http =
-          transport === "http" ? await overHttp(catalog) : transport === "http-floor" ? await httpFloor(catalog) : null;
+          transport === "http"
+            ? await overHttp(catalog)
+            : transport === "http-direct"
+              ? await httpDirect(catalog)
+              : transport === "http-floor"
+                ? await httpFloor(catalog)
+                : null;
         const run = http?.run ?? inProcess(catalog);
         try {
           for (const load of LOADS) {
@@ -430,6 +479,15 @@ async function main(): Promise<void> {
         `  the HTTP floor here (no server code at all) is p99 ${floor.p99.toFixed(2)} ms = ${floorRatio.toFixed(2)}x in-process: ` +
           `${floorRatio > GOAL_HTTP_RATIO ? "the goal is out of reach on this machine whatever the server does" : "the goal is within reach"}; ` +
           `the server adds ${(http.p99 - floor.p99).toFixed(2)} ms at p99\n`,
+      );
+    }
+    const direct = at("http-direct", pacedLoad);
+    if (direct) {
+      const directRatio = direct.p99 / base.p99;
+      process.stdout.write(
+        `  HTTP plus the same acquire (no tRPC, no token lookup) is p99 ${direct.p99.toFixed(2)} ms = ${directRatio.toFixed(2)}x in-process: ` +
+          `${directRatio > GOAL_HTTP_RATIO ? "no server that acquires over HTTP meets the goal on this machine" : "a server that acquires over HTTP can meet the goal here"}; ` +
+          `tRPC and the token check add ${(http.p99 - direct.p99).toFixed(2)} ms at p99\n`,
       );
     }
   }
