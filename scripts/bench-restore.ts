@@ -121,6 +121,8 @@ async function generatedSection(work: string): Promise<{ text: string; same: boo
   process.stdout.write(`generating ${FILES} files …\n`);
   writeGeneratedFiles(source, FILES);
   git(source, ["init", "--quiet", "--initial-branch=main"]);
+  // No background gc: it would pack the loose objects while the floor clones them.
+  git(source, ["config", "gc.auto", "0"]);
   git(source, ["add", "-A"]);
   git(source, ["commit", "--quiet", "-m", "generated"]);
   // The commit counts as pushed: no bundle, the object store has HEAD.
