@@ -11,7 +11,7 @@
 //            restores the next plan in the same job.
 //   sweep, gc  the lineage sweeper and collection (collection has its own lease and fencing).
 import { existsSync } from "node:fs";
-import { rename, rm, rmdir } from "node:fs/promises";
+import { realpath, rename, rm, rmdir } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
@@ -20,7 +20,9 @@ import { isStrataError, StrataError } from "../domain/errors.ts";
 import { captureJobDataSchema, restoreJobDataSchema } from "../domain/jobs.ts";
 import { restoreResultSchema, type RestoreResult } from "../domain/restore-result.ts";
 import { trustAgent, type AgentScope } from "../domain/scope.ts";
+import { checkRestoreRecord } from "../domain/restore-record.ts";
 import { checkTarget } from "../git/restore-staging.ts";
+import { compareWorktree } from "../git/worktree-drift.ts";
 import {
   captureAndPublish,
   captureLayers,
@@ -227,6 +229,35 @@ function isSnapshotFailure(error: unknown): error is StrataError {
   );
 }
 
+/**
+ * Whether `dir` is the top of a checkout that continues the snapshot in place, as a resume judges
+ * it: HEAD the recorded commit or a descendant of it over the same files, every recorded file as
+ * recorded, nothing a capture would add. Only read, never written.
+ */
+async function continuesInPlace(
+  port: ReturnType<typeof localRestorePort>,
+  snapshotId: string,
+  dir: string,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if (!existsSync(join(dir, ".git"))) return false;
+  const snapshot = await port.getSnapshot(snapshotId);
+  const loaded = await loadCaptureManifest(port, snapshot, signal);
+  const manifest = checkRestoreRecord({ snapshotId, manifest: loaded.manifest });
+  try {
+    const found = await compareWorktree(
+      dir,
+      { head: manifest.head, tree: manifest.tree, verbatim: manifest.verbatim },
+      { signal },
+    );
+    const same = found.treeAvailable && found.drifted.length === 0 && (!found.headMoved || found.headOnlyAdvanced);
+    return same && (await realpath(found.root)) === (await realpath(dir));
+  } catch (error) {
+    if (isStrataError(error) && error.code !== "ABORTED") return false;
+    throw error;
+  }
+}
+
 interface RestoreStep {
   restoreId: string;
   reported: "restored" | "degraded" | "failed";
@@ -279,6 +310,13 @@ async function runRestore(
       return finish(row.id, "restored");
     }
 
+    if (!memo.staged && (await continuesInPlace(port, row.snapshotId, into, ctx.signal))) {
+      // The target already is this snapshot's checkout: the task continues there, nothing written.
+      await port.reportRestore({ restoreId: row.id, outcome: "restored" });
+      steps.push({ restoreId: row.id, reported: "restored" });
+      progress({ step: "in-place", restoreId: row.id });
+      return json({ restoreId: row.id, outcome: "restored", path: into, inPlace: true, steps });
+    }
     if (!memo.staged) {
       // Whatever an earlier attempt left in the job directory is incomplete: start it over.
       await rm(jobDir, { recursive: true, force: true });

@@ -11,6 +11,7 @@ import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../te
 import type { JobView } from "../domain/jobs.ts";
 import {
   addOrigin,
+  expectUntouched,
   git,
   initRepository,
   removeTemporaryDirectories,
@@ -216,6 +217,43 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
       expect(pin?.releasedAt).not.toBeNull();
     }, 90_000);
   }
+
+  it("continues in place when the target already is the snapshot's checkout, writing nothing", async () => {
+    const db = catalog().db;
+    const repo = smallRepository("in-place");
+    addOrigin(repo);
+    const key = keyFor("in-place");
+    const published = await captureAndPublish(localCatalog(db, agent.scope), {
+      dir: repo,
+      target: { kind: "checkpoint", key },
+    });
+    const host = uniqueName("inp");
+    const { plan, job: enqueued } = await enqueueRestore(db, {
+      repository: key.repository,
+      backendKind: key.backendKind,
+      baseImage: key.baseImage,
+      canonicalRef: "refs/heads/main",
+      workContextId: key.workContextId,
+      workspace: repo,
+      host,
+      agent: agent.scope,
+    });
+    expect(plan.snapshot?.id).toBe(published.snapshotId);
+    const untouched = expectUntouched(repo);
+
+    const worker = startWorker(catalog().url, host, dataDir);
+    const done = await waitFor("the job to complete", async () => {
+      const j = await job(enqueued!.id);
+      return j.state === "completed" || j.state === "failed" ? j : null;
+    });
+    await stopGently(worker);
+
+    expect(done.state).toBe("completed");
+    expect(done.result).toMatchObject({ restoreId: plan.restoreId, outcome: "restored", path: repo, inPlace: true });
+    untouched();
+    const restore = await db.restore.findUniqueOrThrow({ where: { id: plan.restoreId } });
+    expect(restore.outcome).toBe("restored");
+  }, 60_000);
 });
 
 describe("three worker hosts on one PostgreSQL catalog", () => {
