@@ -162,30 +162,40 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
     }, 90_000);
   }
 
+  /**
+   * A checkout with an origin captured as a checkpoint, and a restore job of its work context
+   * enqueued for a new host into `workspace(checkout)`.
+   */
+  async function publishedRestore(label: string, workspace: (checkout: string) => string) {
+    const db = catalog().db;
+    const repo = smallRepository(label);
+    addOrigin(repo);
+    const key = keyFor(label);
+    const published = await captureAndPublish(localCatalog(db, agent.scope), {
+      dir: repo,
+      target: { kind: "checkpoint", key },
+    });
+    const host = uniqueName(label.slice(0, 3));
+    const { plan, job: enqueued } = await enqueueRestore(db, {
+      repository: key.repository,
+      backendKind: key.backendKind,
+      baseImage: key.baseImage,
+      canonicalRef: "refs/heads/main",
+      workContextId: key.workContextId,
+      workspace: workspace(repo),
+      host,
+      agent: agent.scope,
+    });
+    expect(plan.snapshot?.id).toBe(published.snapshotId);
+    return { repo, key, published, host, plan, enqueued };
+  }
+
   for (const point of ["restore:verify", "restore:placed"]) {
     it(`finishes a restore whose worker died at ${point}; the target only ever appears whole`, async () => {
       const db = catalog().db;
-      const repo = smallRepository("restore");
-      addOrigin(repo);
-      const key = keyFor("restore");
-      const published = await captureAndPublish(localCatalog(db, agent.scope), {
-        dir: repo,
-        target: { kind: "checkpoint", key },
-      });
-      const host = uniqueName("res");
       const parent = temporaryDirectory("strata-restore-parent-");
       const into = join(parent, "workspace");
-      const { plan, job: enqueued } = await enqueueRestore(db, {
-        repository: key.repository,
-        backendKind: key.backendKind,
-        baseImage: key.baseImage,
-        canonicalRef: "refs/heads/main",
-        workContextId: key.workContextId,
-        workspace: into,
-        host,
-        agent: agent.scope,
-      });
-      expect(plan.snapshot?.id).toBe(published.snapshotId);
+      const { key, published, host, plan, enqueued } = await publishedRestore("restore", () => into);
 
       const first = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: point });
       await waitFor(`the first worker to pause at ${point}`, async () => first.stderr().includes(`paused at ${point}`));
@@ -220,25 +230,7 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
 
   it("continues in place when the target already is the snapshot's checkout, writing nothing", async () => {
     const db = catalog().db;
-    const repo = smallRepository("in-place");
-    addOrigin(repo);
-    const key = keyFor("in-place");
-    const published = await captureAndPublish(localCatalog(db, agent.scope), {
-      dir: repo,
-      target: { kind: "checkpoint", key },
-    });
-    const host = uniqueName("inp");
-    const { plan, job: enqueued } = await enqueueRestore(db, {
-      repository: key.repository,
-      backendKind: key.backendKind,
-      baseImage: key.baseImage,
-      canonicalRef: "refs/heads/main",
-      workContextId: key.workContextId,
-      workspace: repo,
-      host,
-      agent: agent.scope,
-    });
-    expect(plan.snapshot?.id).toBe(published.snapshotId);
+    const { repo, host, plan, enqueued } = await publishedRestore("in-place", (checkout) => checkout);
     const untouched = expectUntouched(repo);
 
     const worker = startWorker(catalog().url, host, dataDir);
