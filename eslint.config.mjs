@@ -35,7 +35,7 @@ const MAY_IMPORT = {
   cli: ["trpc", "jobs", "transfer", "worktrees", "restore", "acquire", "capture", "gc", "lineage", "content", "auth", "db", "git", "domain", "config"],
   trpc: ["jobs", "transfer", "worktrees", "restore", "acquire", "capture", "gc", "dashboard", "lineage", "audit", "content", "auth", "db", "domain", "config"],
   http: ["content", "auth", "db", "domain"],
-  jobs: ["transfer", "restore", "acquire", "capture", "gc", "lineage", "content", "db", "git", "domain", "config"],
+  jobs: ["transfer", "worktrees", "restore", "acquire", "capture", "gc", "lineage", "content", "db", "git", "domain", "config"],
   transfer: ["restore", "lineage", "content", "audit", "db", "git", "domain"],
   worktrees: ["restore", "lineage", "content", "db", "git", "domain"],
   restore: ["acquire", "lineage", "content", "audit", "db", "git", "domain"],

@@ -20,9 +20,8 @@ import { isStrataError, StrataError } from "../domain/errors.ts";
 import { captureJobDataSchema, restoreJobDataSchema } from "../domain/jobs.ts";
 import { restoreResultSchema, type RestoreResult } from "../domain/restore-result.ts";
 import { trustAgent, type AgentScope } from "../domain/scope.ts";
-import { checkRestoreRecord } from "../domain/restore-record.ts";
 import { checkTarget } from "../git/restore-staging.ts";
-import { compareWorktree } from "../git/worktree-drift.ts";
+import { checkIfCheckout, continuesAt } from "../worktrees/verify-worktree.ts";
 import {
   captureAndPublish,
   captureLayers,
@@ -231,8 +230,8 @@ function isSnapshotFailure(error: unknown): error is StrataError {
 
 /**
  * Whether `dir` is the top of a checkout that continues the snapshot in place, as a resume judges
- * it: HEAD the recorded commit or a descendant of it over the same files, every recorded file as
- * recorded, nothing a capture would add. Only read, never written.
+ * it (verify-worktree.ts). Only read, never written. A snapshot that cannot be read is not judged
+ * here: the restore that follows reports it and walks the ladder.
  */
 async function continuesInPlace(
   port: ReturnType<typeof localRestorePort>,
@@ -241,17 +240,10 @@ async function continuesInPlace(
   signal: AbortSignal,
 ): Promise<boolean> {
   if (!existsSync(join(dir, ".git"))) return false;
-  const snapshot = await port.getSnapshot(snapshotId);
-  const loaded = await loadCaptureManifest(port, snapshot, signal);
-  const manifest = checkRestoreRecord({ snapshotId, manifest: loaded.manifest });
   try {
-    const found = await compareWorktree(
-      dir,
-      { head: manifest.head, tree: manifest.tree, verbatim: manifest.verbatim },
-      { signal },
-    );
-    const same = found.treeAvailable && found.drifted.length === 0 && (!found.headMoved || found.headOnlyAdvanced);
-    return same && (await realpath(found.root)) === (await realpath(dir));
+    const loaded = await loadCaptureManifest(port, await port.getSnapshot(snapshotId), signal);
+    const v = await checkIfCheckout({ snapshotId, manifest: loaded.manifest }, dir);
+    return v !== null && continuesAt(v) && (await realpath(v.root)) === (await realpath(dir));
   } catch (error) {
     if (isStrataError(error) && error.code !== "ABORTED") return false;
     throw error;

@@ -38,7 +38,7 @@ import {
   takeWorktree,
   type HeldWorktree,
 } from "./take-worktree.ts";
-import { checkWorktree, type WorktreeBinding } from "./verify-worktree.ts";
+import { checkIfCheckout, continuesAt, type WorktreeBinding } from "./verify-worktree.ts";
 import { judgeCleanliness } from "./worktree-cleanliness.ts";
 import { describeDrift, type WorktreeVerification } from "./worktree-verification.ts";
 
@@ -123,21 +123,6 @@ function recordedHere(checkout: ResumeCheckout, o: ResumeCheckoutsOptions): { pa
   if (host === null || !o.hostNames.includes(host)) return { why: `recorded on ${host ?? "an unknown host"}` };
   if (!existsSync(workspace)) return { why: `${workspace} is missing on this host` };
   return { path: workspace };
-}
-
-/** The verification, or null when the directory is no checkout this host can compare. */
-async function checkIfCheckout(binding: WorktreeBinding, dir: string): Promise<WorktreeVerification | null> {
-  try {
-    return await checkWorktree(binding, dir);
-  } catch (error) {
-    if (isStrataError(error, "NOT_A_REPOSITORY") || isStrataError(error, "UNREADABLE_PATH")) return null;
-    if (isStrataError(error, "GIT_FAILED")) return null;
-    throw error;
-  }
-}
-
-function continuesAt(v: WorktreeVerification): boolean {
-  return v.matches || v.headOnlyAdvanced;
 }
 
 function sameState(v: WorktreeVerification): string {

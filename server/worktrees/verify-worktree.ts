@@ -2,6 +2,7 @@
 // recorded (HEAD the recorded commit, every file of the recorded tree with its recorded content,
 // nothing a capture here would add) and, when it is not, what drifted. Nothing in the checkout
 // is written. The pool, leases, reuse and resume in place build on this.
+import { isStrataError } from "../domain/errors.ts";
 import { checkRestoreRecord, type RestoreRecord } from "../domain/restore-record.ts";
 import { compareWorktree, type DriftedPath, type WorktreeDriftOptions } from "../git/worktree-drift.ts";
 import { loadCaptureManifest, type RestorePort } from "../restore/restore-snapshot.ts";
@@ -75,4 +76,23 @@ export async function checkSnapshotWorktree(
   const snapshot = await source.getSnapshot(snapshotId);
   const { manifest } = await loadCaptureManifest(source, snapshot, rest.signal);
   return checkWorktree({ snapshotId: snapshot.id, manifest }, dir, rest);
+}
+
+/** The verification, or null when the directory is no checkout this host can compare. */
+export async function checkIfCheckout(binding: WorktreeBinding, dir: string): Promise<WorktreeVerification | null> {
+  try {
+    return await checkWorktree(binding, dir);
+  } catch (error) {
+    if (isStrataError(error, "NOT_A_REPOSITORY") || isStrataError(error, "UNREADABLE_PATH")) return null;
+    if (isStrataError(error, "GIT_FAILED")) return null;
+    throw error;
+  }
+}
+
+/**
+ * Whether a task may continue where the checkout is, writing nothing: it matches its snapshot, or
+ * HEAD only moved forward over the same files (the recorded edits were committed).
+ */
+export function continuesAt(v: WorktreeVerification): boolean {
+  return v.matches || v.headOnlyAdvanced;
 }
