@@ -74,10 +74,21 @@ export interface PrivateIndexOptions {
 
 const LOCK_STALE_MS = 10 * 60_000;
 
+type CaptureMode = "all" | "tracked";
+
+/** The files of one kind of capture (with or without untracked files) in a cache directory. */
+function captureFiles(dir: string, mode: CaptureMode) {
+  return {
+    index: join(dir, `index-${mode}`),
+    state: join(dir, `state-${mode}.json`),
+    lock: join(dir, `capture-${mode}.lock`),
+  };
+}
+
 /** The index files captures of this checkout keep (with and without untracked files), in `<git-dir>/strata`. */
 export function captureIndexFiles(layout: RepositoryLayout): string[] {
   const dir = privateIndexDirectory(layout);
-  return [join(dir, "index-all"), join(dir, "index-tracked")];
+  return [captureFiles(dir, "all").index, captureFiles(dir, "tracked").index];
 }
 
 export function privateIndexDirectory(layout: RepositoryLayout, cacheDir?: string): string {
@@ -184,21 +195,19 @@ function takeLock(lockFile: string): boolean {
 export async function refreshingCaptureIndex<T>(indexFile: string, refresh: () => Promise<T>): Promise<T | null> {
   const mode = basename(indexFile).replace(/^index-/, "");
   if (mode !== "all" && mode !== "tracked") return null;
-  const dir = dirname(indexFile);
-  const lockFile = join(dir, `capture-${mode}.lock`);
-  if (!takeLock(lockFile)) return null;
+  const files = captureFiles(dirname(indexFile), mode);
+  if (!takeLock(files.lock)) return null;
   try {
     const before = statSignature(indexFile);
     const result = await refresh();
     const after = statSignature(indexFile);
-    const stateFile = join(dir, `state-${mode}.json`);
-    const state = after !== before ? readState(stateFile) : null;
+    const state = after !== before ? readState(files.state) : null;
     if (state && state.indexSignature === before) {
-      await writeAtomically(stateFile, JSON.stringify({ ...state, indexSignature: after }));
+      await writeAtomically(files.state, JSON.stringify({ ...state, indexSignature: after }));
     }
     return result;
   } finally {
-    rmSync(lockFile, { force: true });
+    rmSync(files.lock, { force: true });
   }
 }
 
@@ -231,9 +240,7 @@ export async function openPrivateIndex(
   const dir = privateIndexDirectory(layout, opts.cacheDir);
   mkdirSync(dir, { recursive: true });
   const mode = opts.includeUntracked ? "all" : "tracked";
-  const sharedIndex = join(dir, `index-${mode}`);
-  const stateFile = join(dir, `state-${mode}.json`);
-  const lockFile = join(dir, `capture-${mode}.lock`);
+  const { index: sharedIndex, state: stateFile, lock: lockFile } = captureFiles(dir, mode);
 
   const locked = takeLock(lockFile);
   // Another capture of this checkout is running: work on a throw-away copy instead of waiting.
