@@ -3,8 +3,8 @@ import { beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { BLOB_CHUNK_BYTES, BLOB_ROW_BYTES } from "../domain/content.ts";
 import { isStrataError } from "../domain/errors.ts";
-import { missingBlobs, openBlob, putBlob, readBlob, statBlob } from "./blobs.ts";
-import { createOwner, sha256 } from "../testing/content.ts";
+import { missingBlobs, openBlob, putBlob, readBlob, readSmallGrantedBlobs, statBlob } from "./blobs.ts";
+import { createOwner, sha256, storeBytes } from "../testing/content.ts";
 
 const MiB = 1024 * 1024;
 const ROW = BLOB_ROW_BYTES;
@@ -309,5 +309,37 @@ describeEachDatabase("blob store", (catalog) => {
     await db.blob.delete({ where: { id: info.id } });
     const error = await errorOf(reader.next());
     expect(isStrataError(error, "BLOB_MISSING")).toBe(true);
+  });
+
+  it("answers which of more digests than SQLite takes in one statement are missing", async () => {
+    const db = catalog().db;
+    const owner = { agentId };
+    const stored = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => storeBytes(db, `many ${i} ${Date.now()}`, owner)),
+    );
+    const absent = Array.from({ length: 1200 }, (_, i) => sha256(`absent ${i} ${Date.now()}`));
+    const asked = [...absent.slice(0, 600), ...stored.map((s) => s.digest), ...absent.slice(600)];
+    expect(await missingBlobs(db, agentId, asked)).toEqual(absent);
+  });
+
+  it("reads many small granted blobs at once, checked, and leaves the rest to be opened", async () => {
+    const db = catalog().db;
+    const other = await createOwner(db, "small-reader");
+    const small: { digest: string }[] = [];
+    for (let i = 0; i < 600; i++) small.push(await storeBytes(db, `small ${i}\n`, { agentId }));
+    const empty = await storeBytes(db, "", { agentId });
+    const large = await storeBytes(db, randomBytes(BLOB_CHUNK_BYTES + 10), { agentId });
+    const notMine = await storeBytes(db, "granted to another agent", other);
+    const damaged = await storeBytes(db, "to be damaged", { agentId });
+    const info = (await statBlob(db, damaged.digest))!;
+    await db.blobChunk.update({
+      where: { blobId_seq: { blobId: info.id, seq: 0 } },
+      data: { data: Buffer.from("to be DAMAGED") },
+    });
+    const asked = [...small, empty, large, notMine, damaged].map((b) => b.digest);
+    const read = await readSmallGrantedBlobs(db, agentId, asked);
+    expect([...read.keys()].sort()).toEqual([...small, empty].map((b) => b.digest).sort());
+    expect(read.get(small[123]!.digest)?.toString()).toBe("small 123\n");
+    expect(read.get(empty.digest)?.length).toBe(0);
   });
 });

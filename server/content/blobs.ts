@@ -30,6 +30,7 @@ import {
   lockStoredDigests,
   lockUngrantedStoredBlobs,
   readBlobChunk,
+  readFirstChunks,
 } from "../db/statements/content.ts";
 
 /** Bytes as they arrive: a web stream (a Request body) or any async iterable (a Node stream). */
@@ -362,7 +363,7 @@ async function hasGrant(db: Db, agentId: string, digest: string): Promise<boolea
 /** The digests among `digests` granted to `agentId` (stored or not). */
 export async function grantedDigests(db: Db, agentId: string, digests: readonly string[]): Promise<Set<string>> {
   const granted = new Set<string>();
-  for (const slice of slices([...new Set(digests)], 1000)) {
+  for (const slice of slices([...new Set(digests)], 500)) {
     const rows = await db.blobGrant.findMany({ where: { agentId, digest: { in: slice } }, select: { digest: true } });
     for (const row of rows) granted.add(row.digest);
   }
@@ -375,6 +376,33 @@ export async function grantedDigests(db: Db, agentId: string, digests: readonly 
  */
 export async function statGrantedBlob(db: Db, agentId: string, digest: string): Promise<BlobInfo | null> {
   return (await hasGrant(db, agentId, digest)) ? statBlob(db, digest) : null;
+}
+
+/**
+ * The bytes of the small blobs among `digests` granted to `agentId` (those of one chunk), in a
+ * few queries per 500: what a restore of many small files reads. Each is checked against its
+ * digest and size; a blob not returned (not granted, not stored, larger, or damaged) is for the
+ * caller to open one by one, which reports why.
+ */
+export async function readSmallGrantedBlobs(
+  db: Db,
+  agentId: string,
+  digests: readonly string[],
+): Promise<Map<string, Buffer>> {
+  const found = new Map<string, Buffer>();
+  for (const slice of slices([...(await grantedDigests(db, agentId, digests))], 500)) {
+    const rows = await db.blob.findMany({
+      where: { state: "stored", digest: { in: slice }, chunkCount: { lte: 1 } },
+      select: { id: true, digest: true, sizeBytes: true, chunkCount: true },
+    });
+    const chunks = await readFirstChunks(db, rows.filter((r) => r.chunkCount === 1).map((r) => r.id));
+    for (const row of rows) {
+      const bytes = row.chunkCount === 0 ? Buffer.alloc(0) : chunks.get(row.id);
+      if (!bytes || bytes.length !== Number(row.sizeBytes)) continue;
+      if (createHash("sha256").update(bytes).digest("hex") === row.digest) found.set(row.digest, bytes);
+    }
+  }
+  return found;
 }
 
 /**
@@ -420,7 +448,7 @@ export async function missingBlobs(db: Db, agentId: string, digests: readonly st
   const wanted = [...new Set(digests.map(parseDigest))];
   if (wanted.length === 0) return [];
   const present = new Set<string>();
-  for (const slice of slices([...(await grantedDigests(db, agentId, wanted))], 1000)) {
+  for (const slice of slices([...(await grantedDigests(db, agentId, wanted))], 500)) {
     await touchStored(db, slice);
     const rows = await db.blob.findMany({
       where: { state: "stored", digest: { in: slice } },
@@ -457,6 +485,12 @@ export async function grantStoredBlobs(tx: Db, agentId: string, digests: readonl
     for (const digest of slice) if (await insertBlobGrant(tx, agentId, digest, now)) added += 1;
   }
   return added;
+}
+
+/** Ends `agentId`'s grant of `digest` (the agent can no longer read or reference it); false if it had none. */
+export async function revokeBlobGrant(db: Db, agentId: string, digest: string): Promise<boolean> {
+  const deleted = await db.blobGrant.deleteMany({ where: { agentId, digest: parseDigest(digest) } });
+  return deleted.count > 0;
 }
 
 /**

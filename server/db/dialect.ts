@@ -45,7 +45,12 @@ export interface Dialect {
     mode?: "update" | "share",
   ): Promise<T | null>;
   /** A blob chunk's bytes as text (the adapters turn bytea/blob into arrays of numbers), and back. */
-  readonly chunkText: { select: string; decode(text: string): Buffer };
+  readonly chunkText: {
+    select: string;
+    /** The first chunk (`blob_id`, `text`) of each blob whose id is among the placeholders `ids`. */
+    firstOf(ids: string): string;
+    decode(text: string): Buffer;
+  };
   /**
    * A SELECT of the distinct digests (column `digest`) listed in live snapshots' metadata
    * `manifest.blobDigests` that are among the placeholders `digests` (from dialect.list).
@@ -102,6 +107,7 @@ export function sqliteDialect(): Dialect {
     },
     chunkText: {
       select: `SELECT hex(data) AS text FROM blob_chunks WHERE blob_id = ? AND seq = ?`,
+      firstOf: (ids) => `SELECT blob_id, hex(data) AS text FROM blob_chunks WHERE seq = 0 AND blob_id IN ${ids}`,
       decode: (text) => Buffer.from(text, "hex"),
     },
     listedBlobDigests: (digests) =>
@@ -155,6 +161,7 @@ export function postgresDialect(pool: pg.Pool): Dialect {
     },
     chunkText: {
       select: `SELECT encode(data, 'base64') AS text FROM blob_chunks WHERE blob_id = $1 AND seq = $2`,
+      firstOf: (ids) => `SELECT blob_id, encode(data, 'base64') AS text FROM blob_chunks WHERE seq = 0 AND blob_id IN ${ids}`,
       decode: (text) => Buffer.from(text, "base64"),
     },
     listedBlobDigests: (digests) =>

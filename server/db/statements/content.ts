@@ -52,6 +52,16 @@ export async function readBlobChunk(db: Db, blobId: string, seq: number): Promis
   return row ? chunkText.decode(row.text) : null;
 }
 
+/** The first chunk of each blob among `blobIds`, by blob id (one query). */
+export async function readFirstChunks(db: Db, blobIds: readonly string[]): Promise<Map<string, Buffer>> {
+  const sql = dialectOf(db);
+  const rows = await db.$queryRawUnsafe<{ blob_id: string; text: string }[]>(
+    sql.chunkText.firstOf(sql.list(blobIds.length)),
+    ...blobIds,
+  );
+  return new Map(rows.map((r) => [r.blob_id, sql.chunkText.decode(r.text)]));
+}
+
 /** Locks the stored blobs among `digests` FOR UPDATE (digest order); returns the digests found. */
 export async function lockStoredDigests(tx: Db, digests: readonly string[]): Promise<string[]> {
   const sql = dialectOf(tx);
