@@ -40,6 +40,8 @@ export const ERROR_CODES = {
   WORKSPACE_DRIFT: { status: "PRECONDITION_FAILED", retryable: false },
   // The pool: a task no longer holds its pooled worktree (another task took it); record nothing.
   POOLED_WORKTREE_LOST: { status: "CONFLICT", retryable: false },
+  // Backends: an artifact names a kind of backend this server does not have.
+  UNKNOWN_BACKEND: { status: "BAD_REQUEST", retryable: false },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,0 +1,263 @@
+// Restoring a `dir` snapshot into a new directory: the record chain read and checked first
+// (a hostile record is refused before a byte is written), then directories, files (each piece
+// and each whole file checked against its digest) and links written into a staging directory
+// next to the target, the staging directory walked again and its digest compared with the
+// record's, and only then renamed into place.
+//
+// Content the store no longer has does not stop the restore unless asked to: the files whose
+// pieces are missing are left out and named, and the outcome is degraded.
+import { createHash } from "node:crypto";
+import { closeSync, fchmodSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { chmod, lstat, open, rename, rm, symlink } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import {
+  dirStateDigest,
+  filePieces,
+  type DirEntry,
+  type DirFileEntry,
+  type DirState,
+} from "../../domain/dir-manifest.ts";
+import { isStrataError, StrataError } from "../../domain/errors.ts";
+import type { BlobSource } from "../../git/restore-blobs.ts";
+import { checkTarget, createStaging, removeStaleRestores } from "../../git/restore-staging.ts";
+import { readWhole } from "../content-store.ts";
+import { loadDirChain } from "./dir-chain.ts";
+import { mapParallel, walkDir } from "./dir-walk.ts";
+import { sha256 } from "./chunks.ts";
+
+export interface DirRestoreOptions {
+  /** Where the pieces are read; `readMany` (when it has it) reads small ones many at a time. */
+  source: BlobSource & { readMany?(digests: readonly string[]): Promise<Map<string, Buffer>> };
+  /** This host's restore state (crash records of interrupted restores). */
+  stateDir: string;
+  /** Fail on the first missing or damaged piece instead of restoring the rest. */
+  exactOnly?: boolean;
+  /**
+   * `new` (default): `into` is new or empty. `add`: `into` is an existing directory (a restored
+   * checkout) that has none of the snapshot's top-level paths; they are added to it.
+   */
+  mode?: "new" | "add";
+  signal?: AbortSignal;
+  onProgress?: (phase: "record" | "write" | "verify" | "publish", done: number, total: number) => void;
+}
+
+export interface DirRestoreReport {
+  status: "restored" | "degraded";
+  path: string;
+  /** The digest the written directory was verified to have. */
+  stateDigest: string;
+  /** What the record says the directory is. */
+  recordedDigest: string;
+  files: number;
+  bytes: number;
+  /** Files left out because their content could not be read, and why. */
+  missing: { paths: string[]; cause: "BLOB_MISSING" | "BLOB_CORRUPT" | null; message: string | null };
+  omitted: { path: string; reason: string }[];
+}
+
+function damaged(digest: string): StrataError {
+  return new StrataError("BLOB_CORRUPT", `Blob ${digest} is damaged.`, { data: { digest } });
+}
+
+/** Writes one file from its pieces (read ahead in `ready`, else opened), checking every digest. */
+async function writeFileEntry(
+  source: BlobSource,
+  ready: ReadonlyMap<string, Buffer>,
+  into: string,
+  entry: DirFileEntry,
+  signal?: AbortSignal,
+): Promise<string> {
+  const handle = await open(join(into, entry.path), "wx", 0o600);
+  try {
+    const whole = createHash("sha256");
+    const pieces = filePieces(entry);
+    for (const piece of pieces) {
+      signal?.throwIfAborted();
+      const bytes = ready.get(piece.digest) ?? (await readWhole(source, piece.digest, signal));
+      if (bytes.length !== piece.size) throw damaged(piece.digest);
+      // A one-piece file's digest is checked once, as the whole file's.
+      if (pieces.length > 1 && sha256(bytes) !== piece.digest) throw damaged(piece.digest);
+      whole.update(bytes);
+      await handle.write(bytes);
+    }
+    const digest = whole.digest("hex");
+    if (digest !== entry.digest) {
+      throw new StrataError("BLOB_CORRUPT", `The pieces of ${entry.path} do not make the recorded file.`, {
+        data: { path: entry.path },
+      });
+    }
+    await handle.chmod(entry.mode);
+    return digest;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Writes a one-piece file whose bytes are in memory, with synchronous calls: for the many small
+ * files of a dependency tree, a round trip through libuv's thread pool per call costs more than
+ * the write itself.
+ */
+function writeSmallFile(into: string, entry: DirFileEntry, bytes: Buffer): string {
+  if (bytes.length !== entry.size) throw damaged(entry.digest);
+  const digest = sha256(bytes);
+  if (digest !== entry.digest) throw damaged(entry.digest);
+  const fd = openSync(join(into, entry.path), "wx", 0o600);
+  try {
+    writeSync(fd, bytes);
+    fchmodSync(fd, entry.mode);
+  } finally {
+    closeSync(fd);
+  }
+  return digest;
+}
+
+/** Files written per read-ahead of their small pieces (one store round trip per group). */
+const GROUP_FILES = 500;
+
+function unsafeAdd(target: string, why: string): StrataError {
+  return new StrataError("UNSAFE_TARGET", `Refusing to add to ${JSON.stringify(target)}: ${why}.`, {
+    hint: "Add dependency directories only to a checkout that does not have them yet.",
+    data: { target, why },
+  });
+}
+
+/** The first components of every path of a state (what an `add` restore puts into the target). */
+function topLevelPaths(state: DirState): string[] {
+  return [...new Set([...state.keys()].map((p) => p.split("/")[0]!))].sort();
+}
+
+async function checkAddTarget(target: string, tops: readonly string[]): Promise<void> {
+  const st = await lstat(target).catch(() => null);
+  if (!st || st.isSymbolicLink() || !st.isDirectory()) throw unsafeAdd(target, "it is not an existing directory");
+  for (const top of tops) {
+    if (await lstat(join(target, top)).catch(() => null)) throw unsafeAdd(target, `${top} is already there`);
+  }
+}
+
+/** Moves the staged top-level entries into the target; on a clash, moves back what it moved. */
+async function moveUp(stagingDir: string, target: string, tops: readonly string[]): Promise<void> {
+  const moved: string[] = [];
+  try {
+    for (const top of tops) {
+      if (await lstat(join(target, top)).catch(() => null)) throw unsafeAdd(target, `${top} appeared during the restore`);
+      await rename(join(stagingDir, top), join(target, top));
+      moved.push(top);
+    }
+  } catch (error) {
+    for (const top of moved) await rename(join(target, top), join(stagingDir, top)).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * The digest of a directory as it stands: its entries as lstat and readlink see them now (types,
+ * modes, sizes, link targets: anything added, removed or changed since it was written shows), with
+ * each file's content digest taken from the bytes written to it.
+ */
+async function writtenDigest(dir: string, written: ReadonlyMap<string, string>): Promise<string> {
+  const walk = await walkDir(dir, { denyList: false });
+  return dirStateDigest(
+    walk.entries.map((e): DirEntry => {
+      if (e.type !== "file") return e;
+      const digest = written.get(e.path) ?? "not written by this restore";
+      return { type: "file", path: e.path, mode: e.mode, size: e.stats.size, digest };
+    }),
+  );
+}
+
+function pieceFailure(error: unknown): "BLOB_MISSING" | "BLOB_CORRUPT" | null {
+  if (isStrataError(error, "BLOB_MISSING")) return "BLOB_MISSING";
+  if (isStrataError(error, "BLOB_CORRUPT")) return "BLOB_CORRUPT";
+  return null;
+}
+
+/**
+ * Restores the `dir` snapshot `ref` into `into` (new or empty). Throws UNSAFE_TARGET,
+ * INVALID_SNAPSHOT, the record's BLOB_MISSING/BLOB_CORRUPT (nothing written), TREE_MISMATCH
+ * when the written directory is not what the record says, or the first content failure when
+ * `exactOnly`.
+ */
+export async function restoreDir(ref: string, into: string, opts: DirRestoreOptions): Promise<DirRestoreReport> {
+  const progress = opts.onProgress ?? (() => undefined);
+  const adding = opts.mode === "add";
+  const target = adding ? resolve(into) : await checkTarget(into);
+  progress("record", 0, 1);
+  const chain = await loadDirChain(opts.source, ref, opts.signal);
+  progress("record", 1, 1);
+  const tops = topLevelPaths(chain.state);
+  if (adding) await checkAddTarget(target, tops);
+  await removeStaleRestores(opts.stateDir);
+  // Adding: the staging directory is built inside the target, and its top-level entries move up.
+  const staging = await createStaging(adding ? join(target, ".strata-add") : target, opts.stateDir);
+  try {
+    const entries = [...chain.state.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+    for (const entry of entries) if (entry.type === "dir") mkdirSync(join(staging.dir, entry.path), { mode: 0o700 });
+
+    const files = entries.filter((e): e is DirFileEntry => e.type === "file");
+    const missing: string[] = [];
+    let cause: DirRestoreReport["missing"]["cause"] = null;
+    let message: string | null = null;
+    let done = 0;
+    let bytes = 0;
+    const written = new Map<string, string>();
+    const write = async (entry: DirFileEntry, ready: ReadonlyMap<string, Buffer>) => {
+      try {
+        const inMemory = entry.chunks ? undefined : ready.get(entry.digest);
+        const digest = inMemory
+          ? writeSmallFile(staging.dir, entry, inMemory)
+          : await writeFileEntry(opts.source, ready, staging.dir, entry, opts.signal);
+        written.set(entry.path, digest);
+        bytes += entry.size;
+      } catch (error) {
+        const failure = pieceFailure(error);
+        if (!failure || opts.exactOnly) throw error;
+        missing.push(entry.path);
+        cause ??= failure;
+        message ??= (error as Error).message;
+        await rm(join(staging.dir, entry.path), { force: true });
+      }
+      progress("write", ++done, files.length);
+    };
+    for (let start = 0; start < files.length; start += GROUP_FILES) {
+      const group = files.slice(start, start + GROUP_FILES);
+      const small = group.filter((f) => !f.chunks).map((f) => f.digest);
+      const ready = opts.source.readMany ? await opts.source.readMany(small) : new Map<string, Buffer>();
+      await mapParallel(group, (entry) => write(entry, ready), 16);
+    }
+    for (const entry of entries) if (entry.type === "symlink") await symlink(entry.target, join(staging.dir, entry.path));
+    // Directory modes last, deepest first: a read-only directory is filled before it is closed.
+    for (const entry of [...entries].reverse()) if (entry.type === "dir") await chmod(join(staging.dir, entry.path), entry.mode);
+
+    progress("verify", 0, 1);
+    const expected: DirState = new Map(chain.state);
+    for (const path of missing) expected.delete(path);
+    const want = missing.length === 0 ? chain.top.stateDigest : dirStateDigest(expected.values());
+    const got = await writtenDigest(staging.dir, written);
+    if (got !== want) {
+      throw new StrataError("TREE_MISMATCH", `The restored directory is not what snapshot ${ref} records.`, {
+        hint: "Something changed the staging directory during the restore; restore again.",
+        data: { expected: want, actual: got },
+      });
+    }
+    progress("verify", 1, 1);
+    progress("publish", 0, 1);
+    if (adding) await moveUp(staging.dir, target, tops).then(() => staging.discard());
+    else await staging.publish();
+    progress("publish", 1, 1);
+    missing.sort();
+    return {
+      status: missing.length === 0 ? "restored" : "degraded",
+      path: target,
+      stateDigest: got,
+      recordedDigest: chain.top.stateDigest,
+      files: files.length - missing.length,
+      bytes,
+      missing: { paths: missing, cause, message },
+      omitted: chain.top.omitted,
+    };
+  } catch (error) {
+    await staging.discard();
+    throw error;
+  }
+}
