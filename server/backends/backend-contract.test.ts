@@ -11,7 +11,7 @@ import { createOwner, sha256 } from "../testing/content.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
 import type { SnapshotBackend } from "./backend.ts";
-import { catalogContentStore, readWhole, type ContentStore } from "./content-store.ts";
+import { catalogContentStore, memoryContentStore, readWhole, type ContentStore } from "./content-store.ts";
 import { BACKEND_KINDS, backendFor } from "./registry.ts";
 
 afterAll(removeTemporaryDirectories);
@@ -135,6 +135,28 @@ describeEachDatabase("backend contract", (catalog) => {
         const exact = await restoreInto(second.ref, newTarget(), true);
         expect(exact.status).toBe("unrestored");
         if (exact.status === "unrestored") expect(exact.error.code).toBe("BLOB_MISSING");
+      });
+
+      it("lists the content an artifact needs: a store holding only that restores it", async () => {
+        const root = fixture.make();
+        const first = await backend.capture(root, { store, cacheDir });
+        write(root, fixture.edit, "console.log('listed');\n");
+        const second = await backend.capture(root, { store, cacheDir, previous: first.ref });
+        const all = await backend.content(second.ref, { source: store, known: async () => false });
+        expect(all.base).toBeNull();
+        expect(all.digests).toContain(second.ref);
+        const only = memoryContentStore();
+        for (const digest of all.digests) await only.put(digest, await readWhole(store, digest));
+        const into = newTarget();
+        const outcome = await backend.restore(second.ref, into, { source: only, stateDir });
+        expect(outcome.status).toBe("restored");
+        expect(treeImage(into, fixture.skip)).toEqual(treeImage(root, fixture.skip));
+        // Knowing the first artifact is kept, a layered kind lists less and names it as its base.
+        const delta = await backend.content(second.ref, { source: store, known: async (ref) => ref === first.ref });
+        if (delta.base !== null) {
+          expect(delta.base).toBe(first.ref);
+          expect(delta.digests.length).toBeLessThan(all.digests.length);
+        } else expect(delta.digests.sort()).toEqual(all.digests.sort());
       });
 
       it("describes an artifact, deletes it once, and then neither restores nor describes it", async () => {

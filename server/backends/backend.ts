@@ -103,4 +103,16 @@ export interface SnapshotBackend {
    */
   delete(ref: string, ctx: { store: ContentStore }): Promise<{ deleted: boolean }>;
   describe(ref: string, ctx: { source: BlobSource }): Promise<ArtifactDescription>;
+  /**
+   * The stored blobs the artifact needs, read from its own records: for a layered artifact, down
+   * to the first earlier artifact that `known` says is kept already (`base`), whose content is not
+   * listed again. What the catalog protects from collection while it names the artifact.
+   */
+  content(ref: string, ctx: { source: BlobSource; known(ref: string): Promise<boolean> }): Promise<ArtifactContent>;
+}
+
+export interface ArtifactContent {
+  digests: string[];
+  /** The earlier artifact the rest of the content is kept by, or null. */
+  base: string | null;
 }

@@ -5,6 +5,7 @@ import { parseDirManifest } from "../domain/dir-manifest.ts";
 import type { SnapshotBackend } from "./backend.ts";
 import { readWhole } from "./content-store.ts";
 import { captureDir } from "./dir/dir-capture.ts";
+import { recordContent } from "./dir/dir-chain.ts";
 import { restoreDir } from "./dir/dir-restore.ts";
 import { unrestoredOn } from "./unrestored.ts";
 
@@ -83,5 +84,6 @@ export const dirBackend: SnapshotBackend = {
       summary: `directory of ${record.files} files${layered}${omitted}`,
     };
   },
-};
 
+  content: (ref, ctx) => recordContent(ctx.source, ref, ctx.known),
+};

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import {
   canonicalManifestBytes,
   captureManifestSchema,
+  manifestBlobDigests,
   manifestContentBytes,
   type CaptureManifest,
 } from "../domain/capture-manifest.ts";
@@ -145,5 +146,9 @@ export const gitBackend: SnapshotBackend = {
       summary: `git checkout at ${at}${on}${changes}${unpushed}`,
     };
   },
-};
 
+  async content(ref, ctx) {
+    const manifest = captureManifestSchema.parse(await readManifest(ctx.source, ref));
+    return { digests: [...new Set([ref, ...manifestBlobDigests(manifest)])], base: null };
+  },
+};

@@ -6,7 +6,8 @@
 // - the blob of every layer not yet deleted (a layer's bytes are the stored blob whose sha256
 //   is the layer's digest), and the manifest blob of every snapshot not yet deleted;
 // - blobs that a snapshot's `metadata.manifest.blobDigests` names (snapshots published before
-//   their content is registered as layers), while the snapshot is not deleted.
+//   their content is registered as layers), while the snapshot is not deleted;
+// - blobs a dependency cache needs (server/caches/), while the cache is not deleted.
 // What is kept for a while: any blob stored or last reused less than `graceSeconds` ago (one
 // hour by default), so an upload that is not referenced yet survives until it is.
 //
@@ -41,6 +42,7 @@ import { dbNow, toNumber } from "../db/sql.ts";
 import {
   abandonedUploads,
   availableChildren,
+  cachedBlobDigests,
   deleteGrantsOfUnstored,
   deletingLayersAfter,
   headedLayers,
@@ -288,6 +290,7 @@ async function referencedDigests(tx: Db, digests: readonly string[], finishing: 
   for (const digest of await liveLayerDigests(tx, digests, finishing)) referenced.add(digest);
   for (const digest of await liveManifestDigests(tx, digests)) referenced.add(digest);
   for (const digest of await listedBlobDigests(tx, digests)) referenced.add(digest);
+  for (const digest of await cachedBlobDigests(tx, digests)) referenced.add(digest);
   return referenced;
 }
 

@@ -6,6 +6,7 @@ import {
   checkDirState,
   DIR_FULL_EVERY,
   dirStateDigest,
+  filePieces,
   parseDirManifest,
   type DirManifest,
   type DirState,
@@ -65,4 +66,28 @@ export async function loadDirChain(source: BlobSource, ref: string, signal?: Abo
   const top = records[0]!;
   if (dirStateDigest(state.values()) !== top.stateDigest) throw invalid("its records do not add up to its digest", ref);
   return { top, refs, state };
+}
+
+/**
+ * The stored blobs of the records from `ref` down to (not including) the first record `known`
+ * says is kept already: each record itself and the pieces of the entries it adds.
+ */
+export async function recordContent(
+  source: BlobSource,
+  ref: string,
+  known: (ref: string) => Promise<boolean>,
+): Promise<{ digests: string[]; base: string | null }> {
+  const digests = new Set<string>();
+  let next: string | null = ref;
+  for (let links = 0; next !== null; links++) {
+    if (links > DIR_FULL_EVERY) throw invalid("its records form a loop or a chain too long", ref);
+    const bytes = await readWhole(source, next);
+    if (sha256(bytes) !== next) throw invalid("a record does not have its digest", ref);
+    const record = parseDirManifest(bytes);
+    digests.add(next);
+    for (const entry of record.entries) if (entry.type === "file") for (const p of filePieces(entry)) digests.add(p.digest);
+    if (record.parent !== null && (await known(record.parent))) return { digests: [...digests], base: record.parent };
+    next = record.parent;
+  }
+  return { digests: [...digests], base: null };
 }

@@ -55,6 +55,17 @@ export async function listedBlobDigests(tx: Db, digests: readonly string[]): Pro
   return rows.map((r) => r.digest);
 }
 
+/** The digests among `digests` that a dependency cache not yet deleted needs. */
+export async function cachedBlobDigests(tx: Db, digests: readonly string[]): Promise<string[]> {
+  const sql = dialectOf(tx);
+  const rows = await tx.$queryRawUnsafe<{ digest: string }[]>(
+    `SELECT DISTINCT d.digest AS digest FROM dependency_cache_blobs d JOIN dependency_caches c ON c.id = d.cache_id ` +
+      `WHERE d.digest IN ${sql.list(digests.length)} AND c.state <> 'deleted'`,
+    ...digests,
+  );
+  return rows.map((r) => r.digest);
+}
+
 // --- Blobs ------------------------------------------------------------------------------------
 
 /**
@@ -100,6 +111,8 @@ export async function unreferencedStoredBlobs(
       `AND COALESCE(b.last_reused_at, b.stored_at) <= ${sql.p(2)} ` +
       `AND NOT EXISTS (SELECT 1 FROM layers l WHERE l.digest = b.digest AND l.state <> 'deleted') ` +
       `AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.manifest_digest = b.digest AND s.state <> 'deleted') ` +
+      `AND NOT EXISTS (SELECT 1 FROM dependency_cache_blobs d JOIN dependency_caches c ON c.id = d.cache_id ` +
+      `WHERE d.digest = b.digest AND c.state <> 'deleted') ` +
       `ORDER BY b.id LIMIT ${sql.p(3)}`,
     opts.after,
     opts.usedBefore,
