@@ -13,6 +13,9 @@ import {
   uniqueName,
 } from "../testing/lineage.ts";
 import { reportRestore } from "../restore/report-restore.ts";
+import { forkCheckpoint } from "../lineage/fork-checkpoint.ts";
+import { retireLineage } from "../lineage/lineages.ts";
+import { retireSnapshot } from "../lineage/retirement.ts";
 
 // The acquire contract: every implementation (describeEachAcquirePath) runs this suite.
 describeEachAcquirePath("acquire and reportRestore", (catalog, acquire) => {
@@ -215,6 +218,155 @@ describeEachAcquirePath("acquire and reportRestore", (catalog, acquire) => {
       lineage: { originSnapshotId: null },
     });
     expect((await db.lineage.findUniqueOrThrow({ where: { id: plan.lineage.id } })).originSnapshotId).toBeNull();
+  });
+
+  it("gives a fork without a checkpoint of its own the checkpoint it was forked from; its own head afterwards", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    await publishClean(db, agent, s, "main@1", null);
+    const source = await acquireFor(db, agent, s);
+    const cp = await appendCheckpoint(db, {
+      agent,
+      key: lineageKeyOf(s, source.workContextId),
+      observedHeadId: null,
+      manifest: manifestOf({ head: oid("forked"), branch: "t" }),
+    });
+    const { forks } = await forkCheckpoint(db, {
+      fromCheckpoint: cp.snapshot.id,
+      count: 2,
+      reason: "two attempts from here",
+      actor: { kind: "agent", agent },
+    });
+    const [one, two] = forks;
+    const first = await acquireFor(db, agent, s, one!.workContextId);
+    expect(first).toMatchObject({
+      rung: "checkpoint",
+      snapshot: { id: cp.snapshot.id },
+      workContextId: one!.workContextId,
+      lineage: { id: one!.lineageId, state: "active", originSnapshotId: cp.snapshot.id, forkedFromId: cp.snapshot.id },
+      mustInspectExternalState: false,
+      notice: null,
+    });
+    expect(await db.restore.findUniqueOrThrow({ where: { id: first.restoreId } })).toMatchObject({
+      lineageId: one!.lineageId,
+      snapshotId: cp.snapshot.id,
+      workContextId: one!.workContextId,
+      rung: "checkpoint",
+      pinId: first.pinId,
+    });
+    expect((await db.pin.findFirstOrThrow({ where: { pinId: first.pinId ?? "" } })).snapshotId).toBe(cp.snapshot.id);
+    await reportRestore(db, { agent, restoreId: first.restoreId, outcome: "restored" });
+    const own = await appendCheckpoint(db, {
+      agent,
+      key: lineageKeyOf(s, one!.workContextId),
+      observedHeadId: null,
+      manifest: manifestOf({ head: oid("fork-own"), branch: "t" }),
+    });
+    expect(await acquireFor(db, agent, s, one!.workContextId)).toMatchObject({
+      rung: "checkpoint",
+      snapshot: { id: own.snapshot.id },
+      lineage: { forkedFromId: cp.snapshot.id },
+    });
+    // The other fork still starts from the checkpoint; the source resumes its own head as before.
+    expect((await acquireFor(db, agent, s, two!.workContextId)).snapshot?.id).toBe(cp.snapshot.id);
+    expect(await acquireFor(db, agent, s, source.workContextId)).toMatchObject({
+      rung: "checkpoint",
+      snapshot: { id: cp.snapshot.id },
+      lineage: { forkedFromId: null },
+    });
+    // A new work context of the same key is not a fork: it starts from the baseline.
+    expect((await acquireFor(db, agent, s)).rung).toBe("baseline");
+  });
+
+  it("restores a fork's checkpoint after its lineage moved on, but not once it is retired", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    const b0 = await publishClean(db, agent, s, "main@1", null);
+    const source = await acquireFor(db, agent, s);
+    const key = lineageKeyOf(s, source.workContextId);
+    const cp = await appendCheckpoint(db, {
+      agent,
+      key,
+      observedHeadId: null,
+      manifest: manifestOf({ head: oid("f1"), branch: "t" }),
+    });
+    const { forks } = await forkCheckpoint(db, {
+      fromCheckpoint: cp.snapshot.id,
+      count: 2,
+      reason: "keep this point",
+      actor: { kind: "agent", agent },
+    });
+    await appendCheckpoint(db, {
+      agent,
+      key,
+      observedHeadId: cp.snapshot.id,
+      manifest: manifestOf({ head: oid("f2"), branch: "t" }),
+    });
+    const superseded = await acquireFor(db, agent, s, forks[0]!.workContextId);
+    expect(superseded).toMatchObject({ rung: "checkpoint", snapshot: { id: cp.snapshot.id, state: "superseded" } });
+    expect((await db.pin.findFirstOrThrow({ where: { pinId: superseded.pinId ?? "" } })).released).toBe(false);
+
+    await retireLineage(db, { lineageId: source.lineage.id, reason: "completed", actor: { kind: "agent", agent } });
+    await retireSnapshot(db, { snapshotId: cp.snapshot.id, actor: { type: "system" } });
+    const retired = await acquireFor(db, agent, s, forks[1]!.workContextId);
+    expect(retired).toMatchObject({
+      rung: "baseline",
+      snapshot: { id: b0.snapshot.id },
+      mustInspectExternalState: true,
+      lineage: { id: forks[1]!.lineageId, forkedFromId: cp.snapshot.id },
+    });
+    expect(retired.notice).toMatch(/forked from checkpoint/);
+  });
+
+  it("walks a fork whose checkpoint fails down to the current baseline, moving its origin there", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    const b0 = await publishClean(db, agent, s, "main@1", null);
+    const source = await acquireFor(db, agent, s);
+    const cp = await appendCheckpoint(db, {
+      agent,
+      key: lineageKeyOf(s, source.workContextId),
+      observedHeadId: null,
+      manifest: manifestOf({ head: oid("w"), branch: "t" }),
+    });
+    const b1 = await publishClean(db, agent, s, "main@2", b0.snapshot.id);
+    const { forks } = await forkCheckpoint(db, {
+      fromCheckpoint: cp.snapshot.id,
+      count: 1,
+      reason: "retry it",
+      actor: { kind: "agent", agent },
+    });
+    const fork = forks[0]!;
+    const plan = await acquireFor(db, agent, s, fork.workContextId);
+    expect(plan.snapshot?.id).toBe(cp.snapshot.id);
+    const step = await reportRestore(db, {
+      agent,
+      restoreId: plan.restoreId,
+      outcome: "failed",
+      error: { code: "LAYER_MISSING", message: "gone" },
+    });
+    expect(step.next).toMatchObject({
+      rung: "baseline",
+      snapshot: { id: b1.snapshot.id },
+      mustInspectExternalState: true,
+      lineage: { originSnapshotId: b1.snapshot.id, forkedFromId: cp.snapshot.id },
+    });
+    expect(step.next?.notice).toMatch(/forked from checkpoint/);
+    expect(await db.lineage.findUniqueOrThrow({ where: { id: fork.lineageId } })).toMatchObject({
+      originSnapshotId: b1.snapshot.id,
+      forkedFromId: cp.snapshot.id,
+    });
+    // A repeated report returns the same plan, rebuilt from the recorded rows.
+    const again = await reportRestore(db, {
+      agent,
+      restoreId: plan.restoreId,
+      outcome: "failed",
+      error: { code: "LAYER_MISSING", message: "gone" },
+    });
+    expect(again.next).toEqual(step.next);
   });
 
   it("answers NOT_FOUND for a restore id it does not know", async () => {

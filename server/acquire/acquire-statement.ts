@@ -48,6 +48,7 @@ function toOutcome(row: AcquireStatementRow | undefined): AcquireOutcome {
           head: row.head,
           baseline: row.baseline,
           heldOriginal: row.heldOriginal,
+          forkSource: row.forkSource,
           hasCheckpoints: row.hasCheckpoints,
         }
       : null,

@@ -8,7 +8,7 @@ import { dialectOf } from "../db/dialect.ts";
 import { isRetryableConflict, RetryTransaction } from "../db/errors.ts";
 import { insertRepositoryIfAbsent } from "../db/statements/acquire.ts";
 import { StrataError } from "../domain/errors.ts";
-import { chooseRestore, type CandidateFacts, type RestoreChoice } from "../domain/restore-ladder.ts";
+import { chooseRestore, FORK_RESTORABLE, type CandidateFacts, type RestoreChoice } from "../domain/restore-ladder.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import {
   backendScopeSchema,
@@ -23,7 +23,7 @@ import { clientFields } from "../domain/client-fields.ts";
 import type { PinnableState } from "../content/pins.ts";
 import { findReadyBaseline } from "../lineage/baselines.ts";
 import { isHeldDegradedOriginal } from "../lineage/degraded-targets.ts";
-import { createLineage } from "../lineage/lineages.ts";
+import { createLineage, mintWorkContextId } from "../lineage/lineages.ts";
 import { findOrCreateRepository } from "../lineage/repositories.ts";
 import { snapshotRefSelect, toSnapshotRef, type SnapshotRefRow } from "../lineage/snapshots.ts";
 import { acquireByStatement } from "./acquire-statement.ts";
@@ -65,6 +65,11 @@ interface AcquireFacts<C extends CandidateFacts = SnapshotRefRow> {
   /** The ready baseline of the key, when there is no head. */
   baseline: C | null;
   hasCheckpoints: boolean;
+  /**
+   * The checkpoint an authorized fork began the lineage from, while the lineage is active, has no
+   * checkpoint of its own and the checkpoint is still ready or superseded.
+   */
+  forkSource: C | null;
   /** The original the head names in degradedFrom, while a partial restore of it is held. */
   heldOriginal: C | null;
 }
@@ -80,11 +85,22 @@ function decideAcquire<C extends CandidateFacts>(facts: AcquireFacts<C>): Acquir
   const { lineage, head } = facts;
   const choice = chooseRestore({
     lineage: lineage
-      ? { state: lineage.state, workContextId: lineage.workContextId, hasCheckpoints: facts.hasCheckpoints }
+      ? {
+          state: lineage.state,
+          workContextId: lineage.workContextId,
+          hasCheckpoints: facts.hasCheckpoints,
+          forkedFromId: lineage.forkedFromId,
+        }
       : null,
     lineageHead: head,
     baseline: facts.baseline,
+    forkSource: facts.forkSource,
   });
+  // A fork without a checkpoint of its own restores the one it was forked from.
+  const fork = facts.forkSource;
+  if (choice.rung === "checkpoint" && fork && choice.snapshotId === fork.id) {
+    return { choice, chosen: fork, states: FORK_RESTORABLE };
+  }
   // A head captured in a partly restored worktree does not replace the original it names
   // while that partial restore is held: the original is tried first.
   const original = choice.rung === "checkpoint" ? facts.heldOriginal : null;
@@ -126,27 +142,49 @@ async function readAcquireFacts(
   const baseline = head
     ? null
     : await findReadyBaseline(tx, { ...key, repositoryId: repository.id, canonicalRef: input.canonicalRef });
+  const hasCheckpoints = lineage && !head ? await hasOwnCheckpoints(tx, lineage.id) : Boolean(head);
+  const forkSource =
+    lineage?.state === "active" && lineage.forkedFromId && !hasCheckpoints
+      ? await tx.snapshot.findFirst({
+          where: {
+            id: lineage.forkedFromId,
+            agentId: key.agentId,
+            class: "checkpoint",
+            state: { in: [...FORK_RESTORABLE] },
+          },
+          select: snapshotRefSelect,
+        })
+      : null;
   return {
     repositoryId: repository.id,
     lineage,
     head,
     baseline,
-    hasCheckpoints: lineage && !head ? await hasOwnCheckpoints(tx, lineage.id) : Boolean(head),
+    hasCheckpoints,
+    forkSource,
     heldOriginal: head ? await heldOriginalOf(tx, head.id, key.agentId, now) : null,
   };
 }
 
 /** A lineage this acquire creates begins from the chosen snapshot. */
 function newLineageFacts(id: string, workContextId: string, chosen: SnapshotRefRow | null): LineageFactsRow {
-  return { id, state: "active", workContextId, originSnapshotId: chosen?.id ?? null, retiredReason: null };
+  return {
+    id,
+    state: "active",
+    workContextId,
+    originSnapshotId: chosen?.id ?? null,
+    retiredReason: null,
+    forkedFromId: null,
+  };
 }
 
 /** How many times the statement decides again before giving up on a catalog that keeps moving. */
 const ACQUIRE_ATTEMPTS = 20;
 
 /**
- * Decides where a workspace starts: this work context's own lineage head, else the ready
- * baseline of the key, else cold. Records the restore and pins the chosen snapshot.
+ * Decides where a workspace starts: this work context's own lineage head, else (for a forked
+ * work context without a checkpoint of its own) the checkpoint it was forked from, else the
+ * ready baseline of the key, else cold. Records the restore and pins the chosen snapshot.
  *
  * On PostgreSQL this is one set-based statement (acquire-statement.ts), on the pool shared with
  * concurrent acquires or, inside a caller's transaction, on that transaction; its rung is
@@ -160,7 +198,7 @@ export async function acquireWorkspace(
 ): Promise<RestorePlan> {
   const input = acquireWorkspaceInput.parse(clientFields(opts, "agent", "now"));
   const agentId = opts.agent.agentId;
-  const workContextId = input.workContextId ?? `wc_${randomUUID()}`;
+  const workContextId = input.workContextId ?? mintWorkContextId();
   const key = { agentId, workContextId, backendKind: input.backendKind, baseImage: input.baseImage };
   const runner = dialectOf(db).statementRunner(db);
   const plan = (

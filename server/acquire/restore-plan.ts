@@ -17,6 +17,7 @@ export const lineageFactsSelect = {
   workContextId: true,
   originSnapshotId: true,
   retiredReason: true,
+  forkedFromId: true,
 } satisfies Prisma.LineageSelect;
 export type LineageFactsRow = Prisma.LineageGetPayload<{ select: typeof lineageFactsSelect }>;
 
@@ -60,6 +61,13 @@ function noticeFor(rung: Rung, lineage: LineageFactsRow, mustInspect: boolean): 
       `restorable and it takes no new ones. Restoring the ${rung} rung. Use a new work context id for new work.`
     );
   }
+  if (mustInspect && lineage.forkedFromId) {
+    return (
+      `This work context was forked from checkpoint ${lineage.forkedFromId}, and neither that checkpoint nor one ` +
+      `of its own is available; restoring the ${rung} rung instead. Inspect durable external state before ` +
+      `repeating writes: a snapshot proves nothing about effects.`
+    );
+  }
   if (mustInspect) {
     return (
       `This work context's own checkpoint is not available; restoring the ${rung} rung instead. Inspect durable ` +
@@ -92,6 +100,7 @@ export function buildPlan(opts: {
       state: lineage.state === "retired" ? "retired" : "active",
       retiredReason: lineage.retiredReason ? lineageRetireReasonSchema.parse(lineage.retiredReason) : null,
       originSnapshotId: lineage.originSnapshotId,
+      forkedFromId: lineage.forkedFromId,
     },
     previousRestoreId: opts.previousRestoreId,
     mustInspectExternalState: choice.mustInspectExternalState,

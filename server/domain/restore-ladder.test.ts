@@ -81,6 +81,55 @@ describe("chooseRestore", () => {
   });
 });
 
+describe("chooseRestore for a forked work context", () => {
+  const forked = (over: Partial<LineageFacts> = {}) =>
+    lineage({ workContextId: "wc-fork", hasCheckpoints: false, forkedFromId: "cp-1", ...over });
+
+  it("restores the checkpoint it was forked from, on the checkpoint rung, also once superseded", () => {
+    for (const state of ["ready", "superseded"]) {
+      expect(
+        chooseRestore({
+          lineage: forked(),
+          lineageHead: null,
+          forkSource: checkpoint({ state }),
+          baseline: baseline(),
+        }),
+      ).toEqual({ rung: "checkpoint", snapshotId: "cp-1", mustInspectExternalState: false });
+    }
+  });
+
+  it("prefers its own head once it has one", () => {
+    const own = checkpoint({ id: "cp-own", workContextId: "wc-fork" });
+    const choice = chooseRestore({
+      lineage: forked({ hasCheckpoints: true }),
+      lineageHead: own,
+      forkSource: checkpoint(),
+      baseline: baseline(),
+    });
+    expect(choice.snapshotId).toBe("cp-own");
+  });
+
+  it("never takes another checkpoint than the recorded one, a retired one, or one for a retired or resumed fork", () => {
+    const cases: [LineageFacts, CandidateFacts][] = [
+      [forked(), checkpoint({ id: "cp-other" })],
+      [forked(), checkpoint({ state: "retired" })],
+      [forked(), baseline({ id: "cp-1" })],
+      [forked({ state: "retired" }), checkpoint()],
+      [forked({ hasCheckpoints: true }), checkpoint()],
+      [lineage({ hasCheckpoints: false }), checkpoint()],
+    ];
+    for (const [facts, source] of cases) {
+      const choice = chooseRestore({ lineage: facts, lineageHead: null, forkSource: source, baseline: baseline() });
+      expect([facts, source, choice.rung]).toEqual([facts, source, "baseline"]);
+    }
+  });
+
+  it("asks a fork that cannot have its checkpoint to inspect external state", () => {
+    const choice = chooseRestore({ lineage: forked(), lineageHead: null, forkSource: null, baseline: baseline() });
+    expect(choice).toEqual({ rung: "baseline", snapshotId: "b-1", mustInspectExternalState: true });
+  });
+});
+
 describe("nextRungAfterFailure", () => {
   const base = { failedSnapshotId: "cp-1", lineage: lineage(), recordedOrigin: null, currentBaseline: null };
 
@@ -148,6 +197,17 @@ describe("nextRungAfterFailure", () => {
       partialHead: checkpoint({ id: "cp-partial", workContextId: "someone-else" }),
     });
     expect(foreign?.rung).toBe("cold");
+  });
+
+  it("falls from a fork's failed checkpoint to the current baseline (its origin is no baseline)", () => {
+    const choice = nextRungAfterFailure({
+      ...base,
+      failed: "checkpoint",
+      lineage: lineage({ workContextId: "wc-fork", hasCheckpoints: false, forkedFromId: "cp-1" }),
+      recordedOrigin: checkpoint(),
+      currentBaseline: baseline(),
+    });
+    expect(choice).toEqual({ rung: "baseline", snapshotId: "b-1", mustInspectExternalState: true });
   });
 
   it("falls from a baseline to cold, and from cold to nothing", () => {

@@ -20,6 +20,8 @@ export const ROLES = {
   view: USER_ROLES,
   /** Preview and retire snapshots and lineages. */
   retire: ["operator", "admin"],
+  /** Fork new work contexts from a ready checkpoint (an authorized retry or fan-out). */
+  fork: ["operator", "admin"],
   /** Discard a degraded or unrestored restore from the queue. */
   discard: ["support", "admin"],
   /** Run and inspect garbage collection. */

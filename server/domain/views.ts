@@ -106,6 +106,9 @@ export const lineageViewSchema = z.object({
   createdAt: z.date(),
   /** The baseline or checkpoint the lineage began from; null for a cold start. */
   originSnapshotId: z.string().nullable(),
+  /** The checkpoint an authorized fork began it from, and why; null when it is not a fork. */
+  forkedFromId: z.string().nullable(),
+  forkReason: z.string().nullable(),
   head: snapshotRefSchema.nullable(),
   checkpointCount: z.number().int(),
 });
@@ -150,6 +153,8 @@ export const restorePlanSchema = z.object({
     state: z.enum(["active", "retired"]),
     retiredReason: lineageRetireReasonSchema.nullable(),
     originSnapshotId: z.string().nullable(),
+    /** Set on a forked work context: the checkpoint it restores until it has one of its own. */
+    forkedFromId: z.string().nullable(),
   }),
   /** Present when the ladder was walked: the restore whose failure led here. */
   previousRestoreId: z.string().nullable(),
@@ -182,6 +187,15 @@ export const reportRestoreResultSchema = z.object({
   next: restorePlanSchema.nullable(),
 });
 export type ReportRestoreResult = z.infer<typeof reportRestoreResultSchema>;
+
+/** What lineage.fork and dashboard.forkCheckpoint return: the new work contexts, one per fork. */
+export const forkCheckpointResultSchema = z.object({
+  sourceSnapshotId: z.string(),
+  sourceLineageId: z.string(),
+  reason: z.string(),
+  forks: z.array(z.object({ lineageId: z.string(), workContextId: z.string() })),
+});
+export type ForkCheckpointResult = z.infer<typeof forkCheckpointResultSchema>;
 
 export const retireLineageResultSchema = z.object({
   lineage: lineageViewSchema,

@@ -1,5 +1,6 @@
 // Lineages: one work context's checkpoint chain. Reading them (scoped to their agent) and
 // retiring them, which takes every checkpoint of the lineage out of restore eligibility.
+import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { inTransaction, type Db } from "../db/client.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
@@ -19,6 +20,11 @@ import { decodeCursor, encodeCursor } from "../domain/paging.ts";
 import { snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
 import { clientFields } from "../domain/client-fields.ts";
 import { pageDirectionSchema } from "../domain/paging.ts";
+
+/** A new work context id, as the server mints them for new work (acquire) and for forks. */
+export function mintWorkContextId(): string {
+  return `wc_${randomUUID()}`;
+}
 
 /**
  * Locks a lineage row until the transaction ends and returns its state (null: no such row).
@@ -82,6 +88,8 @@ const lineageViewSelect = {
   retiredAt: true,
   createdAt: true,
   originSnapshotId: true,
+  forkedFromId: true,
+  forkReason: true,
   repository: { select: { id: true, identity: true, name: true } },
   checkpoints: { where: { state: "ready" }, select: snapshotRefSelect, take: 1 },
   // Fence losers never were part of the chain.
@@ -103,6 +111,8 @@ function toLineageView(row: LineageViewRow): LineageView {
     retiredAt: row.retiredAt,
     createdAt: row.createdAt,
     originSnapshotId: row.originSnapshotId,
+    forkedFromId: row.forkedFromId,
+    forkReason: row.forkReason,
     head: head ? toSnapshotRef(head) : null,
     checkpointCount: row._count.checkpoints,
   };

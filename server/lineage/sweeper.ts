@@ -2,6 +2,11 @@
 // within the staleness window (and their lineages), and hands superseded, retired and failed
 // snapshots past the retention window to garbage collection by moving them to `deleting`.
 // The clock and the windows are passed in, so tests (and operators) control them.
+//
+// A fork (fork-checkpoint.ts) counts as a use of the checkpoint it was forked from: while an
+// active fork made within the staleness window has no checkpoint of its own, that checkpoint is
+// neither retired as stale nor, once superseded, handed to collection. It is what the fork's
+// acquires restore; each acquire's restore pin protects it only from then on.
 import { inTransaction, type Db } from "../db/client.ts";
 import { dialectOf } from "../db/dialect.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
@@ -33,12 +38,20 @@ export interface SweepResult {
   keptForPins: number;
 }
 
+/** No active fork made at or after `since` still waits to start from the snapshot. */
+function noForkWaiting(since: Date): Prisma.SnapshotWhereInput {
+  return {
+    forks: { none: { state: "active", createdAt: { gte: since }, checkpoints: { none: { failedAt: null } } } },
+  };
+}
+
 function staleHeadWhere(cutoff: Date): Prisma.SnapshotWhereInput {
   return {
     class: "checkpoint",
     state: "ready",
     readyAt: { lt: cutoff },
     OR: [{ lastRestoredAt: null }, { lastRestoredAt: { lt: cutoff } }],
+    ...noForkWaiting(cutoff),
   };
 }
 
@@ -72,7 +85,12 @@ export async function sweepSnapshots(db: Db, opts: SweepOptions): Promise<SweepR
 
   const retention = retentionCutoff(now, settings);
   for (const [state, clock] of Object.entries(RETENTION_CLOCKS) as [keyof typeof RETENTION_CLOCKS, string][]) {
-    const due: Prisma.SnapshotWhereInput = { state, [clock]: { lt: retention } };
+    // A superseded checkpoint still seeds the forks made from it while it was ready.
+    const due: Prisma.SnapshotWhereInput = {
+      state,
+      [clock]: { lt: retention },
+      ...(state === "superseded" ? noForkWaiting(stale) : {}),
+    };
     for (let after: string | undefined; ;) {
       const rows = await db.snapshot.findMany({
         where: { ...due, ...(after ? { id: { gt: after } } : {}) },

@@ -6,7 +6,7 @@ import { inTransaction, type Db } from "../db/client.ts";
 import { RetryTransaction } from "../db/errors.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
-import { nextRungAfterFailure } from "../domain/restore-ladder.ts";
+import { carriesState, nextRungAfterFailure } from "../domain/restore-ladder.ts";
 import { restoreResultSchema } from "../domain/restore-result.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import { entityIdSchema, objectIdSchema } from "../domain/snapshot-keys.ts";
@@ -114,8 +114,11 @@ async function planOfRestore(tx: Db, restoreId: string): Promise<RestorePlan> {
     workContextId: row.workContextId ?? "",
     originSnapshotId: null,
     retiredReason: null,
+    forkedFromId: null,
   };
-  const resumed = row.lineage ? await hasOwnCheckpoints(tx, row.lineage.id) : false;
+  const resumed = row.lineage
+    ? carriesState({ ...row.lineage, hasCheckpoints: await hasOwnCheckpoints(tx, row.lineage.id) })
+    : false;
   return buildPlan({
     restoreId: row.id,
     choice: { rung, snapshotId: row.snapshotId, mustInspectExternalState: resumed && rung !== "checkpoint" },
@@ -226,7 +229,14 @@ async function walkDown(
   const choice = nextRungAfterFailure({
     failed: rungSchema.parse(restore.rung),
     failedSnapshotId: restore.snapshotId,
-    lineage: lineage ? { state: lineage.state, workContextId: lineage.workContextId, hasCheckpoints } : null,
+    lineage: lineage
+      ? {
+          state: lineage.state,
+          workContextId: lineage.workContextId,
+          hasCheckpoints,
+          forkedFromId: lineage.forkedFromId,
+        }
+      : null,
     partialHead,
     recordedOrigin,
     currentBaseline,

@@ -101,6 +101,7 @@ describeEachDatabase("agent API", (catalog) => {
     "workspace.reportRestore": (c) =>
       c.workspace.reportRestore({ restoreId: world.pendingRestoreId, outcome: "failed", error: { code: "X" } }),
     "lineage.retire": (c) => c.lineage.retire({ lineageId: world.lineageId, reason: "completed" }),
+    "lineage.fork": (c) => c.lineage.fork({ fromCheckpoint: world.checkpointId, count: 2, reason: "fork it" }),
     "lineage.get": (c) => c.lineage.get({ lineageId: world.lineageId }),
     "lineage.list": (c) => c.lineage.list({ includeRetired: true }),
     "snapshot.get": (c) => c.snapshot.get({ snapshotId: world.checkpointId }),
@@ -145,6 +146,10 @@ describeEachDatabase("agent API", (catalog) => {
     },
     "lineage.retire": async (bob) => {
       expect((await failure(procedures["lineage.retire"]!(bob))).code).toBe("NOT_FOUND");
+    },
+    "lineage.fork": async (bob) => {
+      expect((await failure(procedures["lineage.fork"]!(bob))).code).toBe("NOT_FOUND");
+      expect(await catalog().db.lineage.count({ where: { forkedFromId: world.checkpointId } })).toBe(0);
     },
     "lineage.get": async (bob) => {
       expect((await failure(procedures["lineage.get"]!(bob))).code).toBe("NOT_FOUND");

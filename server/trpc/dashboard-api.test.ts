@@ -49,6 +49,8 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     "dashboard.retirementPreview": (c) => c.dashboard.retirementPreview({ kind: "lineage", id: h.lineageA }),
     "dashboard.retireSnapshot": (c) => c.dashboard.retireSnapshot({ snapshotId: "no-such", reason: "probe only" }),
     "dashboard.retireLineage": (c) => c.dashboard.retireLineage({ lineageId: "no-such", reason: "probe only" }),
+    "dashboard.forkCheckpoint": (c) =>
+      c.dashboard.forkCheckpoint({ fromCheckpoint: "no-such", count: 1, reason: "probe only" }),
     "degradedRestore.list": (c) => c.degradedRestore.list({}),
     "degradedRestore.discard": (c) => c.degradedRestore.discard({ restoreId: "no-such", reason: "probe only" }),
     // The old names, kept for one release, answer exactly as the new ones.
@@ -65,6 +67,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     "dashboard.retirementPreview": { operator: "ok", support: "FORBIDDEN", admin: "ok" },
     "dashboard.retireSnapshot": { operator: "NOT_FOUND", support: "FORBIDDEN", admin: "NOT_FOUND" },
     "dashboard.retireLineage": { operator: "NOT_FOUND", support: "FORBIDDEN", admin: "NOT_FOUND" },
+    "dashboard.forkCheckpoint": { operator: "NOT_FOUND", support: "FORBIDDEN", admin: "NOT_FOUND" },
     "degradedRestore.list": { operator: "ok", support: "ok", admin: "ok" },
     "degradedRestore.discard": { operator: "FORBIDDEN", support: "NOT_FOUND", admin: "NOT_FOUND" },
     "restore.degraded": { operator: "ok", support: "ok", admin: "ok" },
@@ -98,15 +101,21 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     expect((await describePin(catalog().db, h.degradedPinId, { agentId: h.agent.scope.agentId })).active).toBe(true);
   });
 
-  it("support cannot retire or run collection; nothing changes", async () => {
+  it("support cannot retire, fork or run collection; nothing changes", async () => {
     const db = catalog().db;
     const support = callerAs(users.support);
+    const lineages = await db.lineage.count();
     expect(await outcome(support.dashboard.retireLineage({ lineageId: h.lineageB, reason: "try" }))).toBe("FORBIDDEN");
     expect(await outcome(support.dashboard.retireSnapshot({ snapshotId: h.bFirst, reason: "try" }))).toBe("FORBIDDEN");
+    expect(
+      await outcome(support.dashboard.forkCheckpoint({ fromCheckpoint: h.bFirst, count: 3, reason: "try it again" })),
+    ).toBe("FORBIDDEN");
     expect(await outcome(support.dashboard.runCollection())).toBe("FORBIDDEN");
     expect(await outcome(callerAs(users.operator).dashboard.runCollection())).toBe("FORBIDDEN");
     expect((await db.lineage.findUniqueOrThrow({ where: { id: h.lineageB } })).state).toBe("active");
     expect((await db.snapshot.findUniqueOrThrow({ where: { id: h.bFirst } })).state).toBe("ready");
+    expect(await db.lineage.count()).toBe(lineages);
+    expect(await db.auditEvent.count({ where: { action: "lineage.fork" } })).toBe(0);
     expect(await db.collectionRun.count()).toBe(0);
   });
 

@@ -230,6 +230,8 @@ function roleProcedure(action: StaffAction) {
 export const staffProcedure = roleProcedure("view");
 /** Retirement: operators and admins. */
 export const retireProcedure = roleProcedure("retire");
+/** Forking work contexts from a checkpoint: operators and admins. */
+export const forkProcedure = roleProcedure("fork");
 /** Discarding degraded restores: support and admins. */
 export const discardProcedure = roleProcedure("discard");
 /** Garbage collection: admins. */

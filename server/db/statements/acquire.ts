@@ -44,6 +44,7 @@ interface PgLineageFacts {
   workContextId: string;
   originSnapshotId: string | null;
   retiredReason: string | null;
+  forkedFromId: string | null;
 }
 
 /** What the ladder needs to know of a candidate snapshot (the full row is read only for the chosen one). */
@@ -60,6 +61,8 @@ export interface PgAcquireFacts {
   head: PgCandidate | null;
   baseline: PgCandidate | null;
   hasCheckpoints: boolean;
+  /** The checkpoint an authorized fork began the lineage from, while it may still seed it. */
+  forkSource: PgCandidate | null;
   /** The original the head names in degraded_from_id, while a partial restore of it is held. */
   heldOriginal: PgCandidate | null;
 }
@@ -99,17 +102,18 @@ WITH facts AS (
     lin.id AS lineage_id,
     CASE WHEN lin.id IS NULL THEN NULL ELSE json_build_object('id', lin.id, 'state', lin.state,
       'workContextId', lin.work_context_id, 'originSnapshotId', lin.origin_snapshot_id,
-      'retiredReason', lin.retired_reason) END AS lineage,
+      'retiredReason', lin.retired_reason, 'forkedFromId', lin.forked_from_id) END AS lineage,
     head.id AS head_id, ${candidateJson("head")} AS head_json,
     base.id AS base_id, ${candidateJson("base")} AS base_json,
     orig.id AS orig_id, ${candidateJson("orig")} AS orig_json,
+    fork.id AS fork_id, ${candidateJson("fork")} AS fork_json,
     (head.id IS NOT NULL OR COALESCE(own.found, false)) AS has_checkpoints
   FROM jsonb_to_recordset($1::jsonb) AS k(i int, identity text, agent_id text, requested_work_context_id text,
     work_context_id text, backend_kind text, base_image text, canonical_ref text, workspace text, host text,
     now timestamptz, restore_id text, new_lineage_id text, pin_id text, holder text, pin_expires_at timestamptz)
   LEFT JOIN LATERAL (SELECT r.id FROM repositories r WHERE r.identity = k.identity LIMIT 1) repo ON true
   LEFT JOIN LATERAL (
-    SELECT l.id, l.state, l.work_context_id, l.origin_snapshot_id, l.retired_reason FROM lineages l
+    SELECT l.id, l.state, l.work_context_id, l.origin_snapshot_id, l.retired_reason, l.forked_from_id FROM lineages l
     WHERE l.agent_id = k.agent_id AND l.work_context_id = k.requested_work_context_id
       AND l.repository_id = repo.id AND l.backend_kind = k.backend_kind AND l.base_image = k.base_image
     LIMIT 1
@@ -144,14 +148,22 @@ WITH facts AS (
     WHERE head.id IS NULL AND s.lineage_id = lin.id AND s.class = 'checkpoint' AND s.failed_at IS NULL
     LIMIT 1
   ) own ON true
+  LEFT JOIN LATERAL (
+    -- A forked lineage with no checkpoint of its own: the checkpoint it was forked from, while
+    -- ready or superseded (FORK_RESTORABLE).
+    SELECT s.id, s.class, s.state, s.work_context_id FROM snapshots s
+    WHERE head.id IS NULL AND NOT COALESCE(own.found, false) AND lin.state = 'active'
+      AND s.id = lin.forked_from_id AND s.agent_id = k.agent_id
+      AND s.class = 'checkpoint' AND s.state IN ('ready', 'superseded')
+  ) fork ON true
 ), decided AS (
   -- The first rung (chooseRestore): the own head (or the original a held partial restore of it
-  -- names), else the ready baseline, else cold.
+  -- names), else the checkpoint a fork began from, else the ready baseline, else cold.
   SELECT f.*,
-    CASE WHEN f.head_id IS NOT NULL THEN 'checkpoint' WHEN f.base_id IS NOT NULL THEN 'baseline' ELSE 'cold' END
-      AS rung,
-    COALESCE(f.orig_id, f.head_id, f.base_id) AS chosen_id,
-    f.orig_id IS NOT NULL AS superseded_allowed
+    CASE WHEN f.head_id IS NOT NULL OR f.fork_id IS NOT NULL THEN 'checkpoint'
+      WHEN f.base_id IS NOT NULL THEN 'baseline' ELSE 'cold' END AS rung,
+    COALESCE(f.orig_id, f.head_id, f.fork_id, f.base_id) AS chosen_id,
+    (f.orig_id IS NOT NULL OR (f.head_id IS NULL AND f.fork_id IS NOT NULL)) AS superseded_allowed
   FROM facts f WHERE f.repository_id IS NOT NULL
 ), locked AS (
   SELECT s.id, s.state, ${refJson("s", refFields)} AS ref FROM snapshots s
@@ -184,7 +196,8 @@ WITH facts AS (
   RETURNING id
 )
 SELECT f.i, f.repository_id AS "repositoryId", f.lineage, f.head_json AS head, f.base_json AS baseline,
-  f.orig_json AS "heldOriginal", f.has_checkpoints AS "hasCheckpoints", d.rung, chosen.ref AS chosen,
+  f.orig_json AS "heldOriginal", f.fork_json AS "forkSource", f.has_checkpoints AS "hasCheckpoints", d.rung,
+  chosen.ref AS chosen,
   EXISTS (SELECT 1 FROM rst WHERE rst.id = f.restore_id) AS recorded
 FROM facts f
 LEFT JOIN decided d ON d.i = f.i
@@ -199,6 +212,7 @@ export interface AcquireStatementRow {
   head: PgCandidate | null;
   baseline: PgCandidate | null;
   heldOriginal: PgCandidate | null;
+  forkSource: PgCandidate | null;
   hasCheckpoints: boolean;
   rung: string | null;
   /** The chosen snapshot with `refFields`; sizeBytes, createdAt and readyAt as text. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { collectResultSchema, retireSnapshotResultSchema } from "../../domain/content-views.ts";
+import { forkCheckpointResultSchema } from "../../domain/views.ts";
 import { listAuditEvents, listAuditEventsInput } from "../../audit/audit-log.ts";
 import { collectionOverview, runCollectionNow } from "../../gc/collection-overview.ts";
 import { repositoryGraph, repositoryGraphInput } from "../../dashboard/lineage-graph.ts";
@@ -7,10 +8,17 @@ import { inspectPins, inspectPinsInput } from "../../dashboard/pin-inspection.ts
 import { previewRetirement, retirementSubjectInput } from "../../dashboard/retirement-preview.ts";
 import { retireLineageByUser, retireLineageByUserInput } from "../../lineage/retire-lineage-by-user.ts";
 import { retireSnapshotByUser, retireSnapshotByUserInput } from "../../lineage/retire-snapshot-by-user.ts";
+import { forkCheckpoint, forkCheckpointInput } from "../../lineage/fork-checkpoint.ts";
 import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
 import { repositoryPool, repositoryPoolInput, repositoryPoolSchema } from "../../dashboard/repository-pool.ts";
 import { loadConfig } from "../../config/config.ts";
-import { collectProcedure as admin, retireProcedure as retirer, router, staffProcedure as staff } from "../init.ts";
+import {
+  collectProcedure as admin,
+  forkProcedure as forker,
+  retireProcedure as retirer,
+  router,
+  staffProcedure as staff,
+} from "../init.ts";
 
 // The operator dashboard. Reads for every signed-in role; each mutation names its roles here,
 // on the server, whatever the pages show.
@@ -38,5 +46,9 @@ export const dashboardRouter = router({
     .input(retireLineageByUserInput)
     .output(z.object({ lineageId: z.string(), alreadyRetired: z.boolean(), retiredSnapshotIds: z.array(z.string()) }))
     .mutation(({ ctx, input }) => retireLineageByUser(ctx.db, { ...input, user: ctx.user })),
+  forkCheckpoint: forker
+    .input(forkCheckpointInput)
+    .output(forkCheckpointResultSchema)
+    .mutation(({ ctx, input }) => forkCheckpoint(ctx.db, { ...input, actor: { kind: "user", user: ctx.user } })),
   runCollection: admin.output(collectResultSchema).mutation(({ ctx }) => runCollectionNow(ctx.db, { user: ctx.user })),
 });

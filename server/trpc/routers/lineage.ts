@@ -7,7 +7,13 @@ import {
   retireLineage,
   retireLineageInput,
 } from "../../lineage/lineages.ts";
-import { lineagePageSchema, lineageViewSchema, retireLineageResultSchema } from "../../domain/views.ts";
+import { forkCheckpoint, forkCheckpointInput } from "../../lineage/fork-checkpoint.ts";
+import {
+  forkCheckpointResultSchema,
+  lineagePageSchema,
+  lineageViewSchema,
+  retireLineageResultSchema,
+} from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
 
 // Agents end their own work; `operator` retirement belongs to the dashboard.
@@ -18,6 +24,11 @@ export const lineageRouter = router({
     .input(agentRetireInput)
     .output(retireLineageResultSchema)
     .mutation(({ ctx, input }) => retireLineage(ctx.db, { ...input, actor: { kind: "agent", agent: ctx.agent } })),
+  // An authorized fork of one of the agent's own ready checkpoints (another agent's: NOT_FOUND).
+  fork: agentProcedure
+    .input(forkCheckpointInput)
+    .output(forkCheckpointResultSchema)
+    .mutation(({ ctx, input }) => forkCheckpoint(ctx.db, { ...input, actor: { kind: "agent", agent: ctx.agent } })),
   get: agentProcedure
     .input(getLineageInput)
     .output(lineageViewSchema)
