@@ -4,6 +4,8 @@
 import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
 import superjson from "superjson";
 import { ERROR_CODES, StrataError, type ErrorCode } from "../server/domain/errors.ts";
+import type { CaptureStore } from "../server/backends/backend.ts";
+import type { DependencyCachePort } from "../server/caches/dependency-port.ts";
 import type { AppRouter } from "../server/trpc/root.ts";
 
 export interface ServerOptions {
@@ -80,4 +82,74 @@ export function connectServer(opts: ServerOptions) {
   };
   const blobUrl = (digest: string) => `${base}/api/blobs/${digest}`;
   return { client, call, authorization, fetch: doFetch, blobUrl };
+}
+
+async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader();
+  let done = false;
+  try {
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) {
+        done = true;
+        return;
+      }
+      yield next.value;
+    }
+  } finally {
+    // Stopping early (a manifest probe) cancels the download.
+    if (!done) await reader.cancel().catch(() => undefined);
+    reader.releaseLock();
+  }
+}
+
+/** The server's blob store for the token's agent: which digests it lacks, PUT and GET. */
+export function remoteBlobStore(connection: ReturnType<typeof connectServer>): CaptureStore {
+  const { client, call, authorization, fetch: doFetch, blobUrl } = connection;
+  return {
+    missing: (digests) => call(async () => (await client.blob.missing.mutate({ digests: [...digests] })).missing),
+
+    async put(digest, bytes) {
+      let response: Response;
+      try {
+        response = await doFetch(blobUrl(digest), {
+          method: "PUT",
+          headers: { authorization, "content-type": "application/octet-stream" },
+          body: bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes),
+        });
+      } catch (error) {
+        throw remoteError(error, "BLOB_STORE_FAILED");
+      }
+      if (response.ok) return;
+      throw await blobResponseError(response, `PUT /api/blobs/${digest}`, "BLOB_STORE_FAILED");
+    },
+
+    async open(digest, signal) {
+      let response: Response;
+      try {
+        response = await doFetch(blobUrl(digest), { headers: { authorization }, signal });
+      } catch (error) {
+        throw remoteError(error);
+      }
+      if (!response.ok || !response.body) {
+        const message = `GET /api/blobs/${digest} answered ${response.status}.`;
+        const body = (await response.json().catch(() => null)) as { error?: StrataShape } | null;
+        throw (
+          fromShape(body?.error, message) ??
+          new StrataError(response.status === 404 ? "BLOB_MISSING" : "UNAVAILABLE", message, { data: { digest } })
+        );
+      }
+      return chunksOf(response.body);
+    },
+  };
+}
+
+/** Dependency caches on the server, for the token's agent. */
+export function remoteDependencyPort(connection: ReturnType<typeof connectServer>): DependencyCachePort {
+  const { client, call } = connection;
+  return {
+    store: remoteBlobStore(connection),
+    find: (input) => call(() => client.dependencyCache.find.query(input)),
+    publish: (input) => call(() => client.dependencyCache.publish.mutate(input)),
+  };
 }

@@ -1,31 +1,19 @@
 // The catalog of a Strata server, reached over HTTP with an agent token: tRPC (superjson) for
-// the calls, PUT /api/blobs/<sha256> for the bytes. Errors come back as the StrataErrors the
+// the calls, PUT /api/blobs/<sha256> for the bytes (server-client.ts). Errors come back as the StrataErrors the
 // server raised, so callers check the same codes as with a local database.
 import type { CatalogPort } from "../server/capture/capture-publish.ts";
-import { blobResponseError, connectServer, remoteError, type ServerOptions } from "./server-client.ts";
+import { connectServer, remoteBlobStore, remoteDependencyPort, type ServerOptions } from "./server-client.ts";
 
 export type RemoteCatalogOptions = ServerOptions;
 
 export function remoteCatalog(opts: RemoteCatalogOptions): CatalogPort {
-  const { client, call, authorization, fetch: doFetch, blobUrl } = connectServer(opts);
+  const connection = connectServer(opts);
+  const { client, call } = connection;
+  const blobs = remoteBlobStore(connection);
 
   return {
-    missingBlobs: (digests) => call(async () => (await client.blob.missing.mutate({ digests: [...digests] })).missing),
-
-    async putBlob(digest, bytes) {
-      let response: Response;
-      try {
-        response = await doFetch(blobUrl(digest), {
-          method: "PUT",
-          headers: { authorization, "content-type": "application/octet-stream" },
-          body: bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes),
-        });
-      } catch (error) {
-        throw remoteError(error, "BLOB_STORE_FAILED");
-      }
-      if (response.ok) return;
-      throw await blobResponseError(response, `PUT /api/blobs/${digest}`, "BLOB_STORE_FAILED");
-    },
+    missingBlobs: (digests) => blobs.missing(digests),
+    putBlob: (digest, bytes) => blobs.put(digest, bytes),
 
     lineageHeadId: (key) =>
       call(async () => {
@@ -56,5 +44,6 @@ export function remoteCatalog(opts: RemoteCatalogOptions): CatalogPort {
       call(async () => {
         await client.snapshot.publish.mutate(input);
       }),
+    dependencies: remoteDependencyPort(connection),
   };
 }

@@ -70,7 +70,17 @@ interface CaptureCliOptions {
   maxFileBytes?: string;
   maxSnapshotBytes?: string;
   fullEvery?: string;
+  deps?: string | boolean;
   json?: boolean;
+}
+
+/** The dependency directories `--deps` names (a comma-separated list, or the usual ones). */
+async function dependencyPaths(deps: string | boolean | undefined): Promise<string[] | null> {
+  if (deps === undefined || deps === false) return null;
+  if (deps === true) return (await import("../../server/caches/dependency-caches.ts")).DEFAULT_CACHE_PATHS;
+  const paths = deps.split(",").map((p) => p.trim()).filter(Boolean);
+  if (paths.length === 0) throw new CliError("--deps needs a comma-separated list of directories", EXIT.USAGE);
+  return paths;
 }
 
 function positiveInteger(value: string | undefined, name: string): number | undefined {
@@ -87,6 +97,7 @@ const STEPS: Record<CapturePublishStep, string> = {
   upload: "uploading",
   publish: "publishing",
   layers: "registering layers",
+  dependencies: "capturing the dependency directories",
 };
 
 function bar(done: number, total: number): string {
@@ -140,6 +151,15 @@ function describe(result: CapturePublishResult): string {
     for (const o of omitted) byReason.set(o.reason, (byReason.get(o.reason) ?? 0) + 1);
     lines.push(`Left out: ${[...byReason].map(([reason, n]) => `${n} ${reason}`).join(", ")}.`);
   }
+  const deps = result.dependencies;
+  if (deps?.outcome === "skipped") lines.push(`Dependencies not cached: ${deps.reason}.`);
+  else if (deps) {
+    lines.push(
+      `Dependencies ${deps.outcome === "unchanged" ? "already cached" : "cached"} for envHash ${deps.envHash.slice(0, 12)}: ` +
+        `${deps.paths.join(", ")}; uploaded ${deps.uploaded.blobs} blob(s), ${deps.uploaded.bytes} bytes` +
+        `${deps.omitted.length > 0 ? `; left out ${deps.omitted.length} (secrets, links out of the checkout)` : ""}.`,
+    );
+  }
   if (!result.layers.registered) {
     lines.push(`Warning: the content was stored but not registered as layers (${result.layers.error.code}).`);
   }
@@ -183,7 +203,7 @@ async function captureLocally(
   agentName: string | undefined,
   run: (port: CatalogPort) => Promise<CapturePublishResult>,
 ): Promise<CapturePublishResult> {
-  const [{ loadClientConfig, loadConfig }, { openQuickCatalog }, { localCatalog }] = await Promise.all([
+  const [{ loadClientConfig, loadConfig }, { openQuickCatalog }, { lazyDependencyPort, localCatalog }] = await Promise.all([
     import("../../server/config/config.ts"),
     import("../quick-catalog.ts"),
     import("../../server/capture/capture-publish.ts"),
@@ -206,6 +226,7 @@ async function captureLocally(
       appendCheckpoint: async (input) => (await full()).appendCheckpoint(input),
       publishBaseline: async (input) => (await full()).publishBaseline(input),
       publishLayers: async (input) => (await full()).publishLayers(input),
+      dependencies: lazyDependencyPort(async () => (await full()).dependencies!),
     });
   } finally {
     await quick.close();
@@ -231,11 +252,18 @@ export function registerCapture(program: Command): void {
     .option("--max-file-bytes <n>", "leave out files larger than this")
     .option("--max-snapshot-bytes <n>", "leave out content beyond this in total")
     .option("--full-every <n>", "restart the patch chain after this many links")
+    .option(
+      "--deps [dirs]",
+      "with --baseline: also cache these dependency directories (comma-separated; default node_modules, .venv, venv, target, .next/cache, vendor/bundle) for the checkout's envHash",
+    )
     .option("--json", "print the result as JSON")
     .action(async (dir: string, opts: CaptureCliOptions) => {
       const json = Boolean(opts.json);
       if (Boolean(opts.context) === Boolean(opts.baseline)) {
         throw new CliError("choose one: --context <id> (a checkpoint) or --baseline", EXIT.USAGE);
+      }
+      if (opts.deps !== undefined && !opts.baseline) {
+        throw new CliError("--deps caches the dependency directories of a baseline: use it with --baseline", EXIT.USAGE);
       }
       try {
         const [{ describeCheckout }, { captureAndPublish }, { serverTarget }] = await Promise.all([
@@ -263,6 +291,7 @@ export function registerCapture(program: Command): void {
             fullEvery: positiveInteger(opts.fullEvery, "full-every"),
           },
           onProgress: showProgress,
+          dependencies: await dependencyPaths(opts.deps).then((paths) => (paths ? { paths } : undefined)),
         };
         const server = serverTarget(opts.server);
         const run = (port: CatalogPort) => captureAndPublish(port, { ...options, target });

@@ -8,6 +8,7 @@ import { createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { homedir, hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { CacheRestoreResult } from "../../server/caches/cache-dependencies.ts";
 import { pipeline } from "node:stream/promises";
 import type { Writable } from "node:stream";
 import type { Command } from "commander";
@@ -197,6 +198,19 @@ export function describeResult(result: RestoreResult, path: string | null): stri
   return lines.join("\n");
 }
 
+/** One line on the dependency cache a restore added (or why it added none). */
+export function describeDependencies(deps: CacheRestoreResult | null | undefined): string | null {
+  if (!deps) return null;
+  if (deps.status === "restored" || deps.status === "degraded") {
+    const missing = deps.missing.length > 0 ? `, without ${listed(deps.missing)} (content missing)` : "";
+    return `  Dependencies: ${deps.paths.join(", ")} added from the cache of envHash ${deps.envHash.slice(0, 12)}${missing}.`;
+  }
+  if (deps.status === "present") return `  Dependencies: kept what the checkout has (${deps.reason}).`;
+  if (deps.status === "failed") return `  Dependencies: not added (${deps.reason}); install them.`;
+  if (deps.status === "none") return `  Dependencies: none cached (${deps.reason}); install them.`;
+  return null;
+}
+
 function exitForResult(result: RestoreResult): number {
   if (result.status === "restored") return EXIT.OK;
   return result.status === "degraded" ? RESTORE_EXIT.DEGRADED : RESTORE_EXIT.UNRESTORED;
@@ -207,13 +221,16 @@ function describeAcquire(done: AcquireAndRestoreResult, into: string): string {
   for (const step of done.steps) {
     const what = step.plan.snapshot ? `${step.plan.rung} snapshot ${step.plan.snapshot.id}` : "cold start";
     if (step.plan.notice) lines.push(`  notice: ${step.plan.notice}`);
-    if (step.result)
+    if (step.result) {
       lines.push(
         `${what}:`,
         ...describeResult(step.result, done.path ?? into)
           .split("\n")
           .map((l) => `  ${l}`),
       );
+      const deps = describeDependencies(step.dependencies);
+      if (deps) lines.push(`  ${deps}`);
+    }
     else if (step.error) lines.push(`${what}: refused (${step.error.code}): ${step.error.message}`);
     else lines.push(`${what}: nothing to restore; clone the repository into ${into} and check out the canonical ref.`);
   }
@@ -231,6 +248,8 @@ interface RestoreFlags extends ConnectionFlags {
   objectStore?: string | false;
   exact?: boolean;
   stateDir?: string;
+  /** --no-deps: do not add the dependency cache of the snapshot's envHash. */
+  deps: boolean;
   json?: boolean;
 }
 
@@ -244,6 +263,7 @@ interface AcquireFlags extends ConnectionFlags {
   host?: string;
   objectStore?: string | false;
   stateDir?: string;
+  deps: boolean;
   json?: boolean;
 }
 
@@ -264,6 +284,7 @@ export function registerRestore(program: Command): void {
       .option("--no-object-store", NO_OBJECT_STORE_HELP)
       .option("--exact", "fail instead of restoring less than the snapshot (no degraded ladder)")
       .option("--state-dir <dir>", "this host's restore state (crash records)", defaultStateDir())
+      .option("--no-deps", "do not add the dependency cache of the snapshot's envHash (node_modules…)")
       .option("--json", "print the result as JSON"),
   ).action(async (snapshotId: string, flags: RestoreFlags) => {
     const json = Boolean(flags.json);
@@ -278,14 +299,15 @@ export function registerRestore(program: Command): void {
           exactOnly: Boolean(flags.exact),
           stateDir: resolve(flags.stateDir ?? defaultStateDir()),
           hold: true,
+          dependencies: flags.deps,
           onProgress: onProgress(json),
         }),
       );
       progress("");
       emit(
         json,
-        { snapshotId: report.snapshot.id, path: report.path, result: report.result },
-        describeResult(report.result, report.path),
+        { snapshotId: report.snapshot.id, path: report.path, result: report.result, dependencies: report.dependencies },
+        [describeResult(report.result, report.path), describeDependencies(report.dependencies)].filter(Boolean).join("\n"),
       );
       process.exitCode = exitForResult(report.result);
     });
@@ -307,6 +329,7 @@ export function registerRestore(program: Command): void {
       .option("--object-store <repo>", OBJECT_STORE_HELP)
       .option("--no-object-store", NO_OBJECT_STORE_HELP)
       .option("--state-dir <dir>", "this host's restore state (crash records)", defaultStateDir())
+      .option("--no-deps", "do not add the dependency cache of the snapshot's envHash (node_modules…)")
       .option("--json", "print the result as JSON"),
   ).action(async (flags: AcquireFlags) => {
     const json = Boolean(flags.json);
@@ -327,6 +350,7 @@ export function registerRestore(program: Command): void {
           host: flags.host ?? hostname(),
           ...stores,
           stateDir: resolve(flags.stateDir ?? defaultStateDir()),
+          dependencies: flags.deps,
           onProgress: onProgress(json),
         }),
       );

@@ -23,8 +23,11 @@ interface BackendCapabilities {
   dependencyCaches: boolean;
 }
 
+/** What a capture needs of a content store (an HTTP client of the catalog has just this). */
+export type CaptureStore = Pick<ContentStore, "missing" | "put" | "open">;
+
 interface CaptureContext {
-  store: ContentStore;
+  store: CaptureStore;
   /** The reference of the last capture of this workspace (an artifact is built on it), or null. */
   previous?: string | null;
   /** Backend state kept between captures on this host (stat caches, private indexes). */

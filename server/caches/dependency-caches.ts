@@ -46,11 +46,17 @@ export const publishDependencyCacheInput = cacheKeySchema.extend({
 });
 export type PublishDependencyCacheInput = z.input<typeof publishDependencyCacheInput>;
 
-export const findDependencyCacheInput = z.strictObject({
-  repository: repositoryRefSchema,
-  /** The checkout's envHash; null asks only for the repository's latest cache (a delta's base). */
-  envHash: blobDigestSchema.nullable(),
-});
+export const findDependencyCacheInput = z
+  .strictObject({
+    /** The repository, or one of the agent's snapshots of it. */
+    repository: repositoryRefSchema.optional(),
+    snapshotId: z.string().uuid().optional(),
+    /** The checkout's envHash; null asks only for the repository's latest cache (a delta's base). */
+    envHash: blobDigestSchema.nullable(),
+  })
+  .refine((v) => (v.repository === undefined) !== (v.snapshotId === undefined), {
+    message: "name the repository or a snapshot of it, not both",
+  });
 
 export const dependencyCacheSchema = z.object({
   id: z.string(),
@@ -108,8 +114,17 @@ export async function findDependencyCache(
   db: Db,
   input: z.input<typeof findDependencyCacheInput> & { agent: AgentScope },
 ): Promise<{ exact: DependencyCache | null; latest: DependencyCache | null }> {
-  const { repository, envHash } = findDependencyCacheInput.parse(clientFields(input, "agent"));
-  const where = { agentId: input.agent.agentId, state: "ready", repository: { identity: repository.identity } };
+  const { repository, snapshotId, envHash } = findDependencyCacheInput.parse(clientFields(input, "agent"));
+  const agentId = input.agent.agentId;
+  const repositoryId = snapshotId
+    ? (await db.snapshot.findFirst({ where: { id: snapshotId, agentId }, select: { repositoryId: true } }))?.repositoryId
+    : undefined;
+  if (snapshotId && !repositoryId) return { exact: null, latest: null };
+  const where = {
+    agentId,
+    state: "ready",
+    ...(repositoryId ? { repositoryId } : { repository: { identity: repository!.identity } }),
+  };
   const [exact, latest] = await Promise.all([
     envHash ? db.dependencyCache.findFirst({ where: { ...where, envHash }, select }) : null,
     db.dependencyCache.findFirst({ where, select, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),

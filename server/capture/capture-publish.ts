@@ -37,6 +37,8 @@ import { collectBaselineEvidence } from "../git/evidence.ts";
 import { privateIndexDirectory } from "../git/private-index.ts";
 import type { PublishBaselineInput } from "../lineage/baselines.ts";
 import type { AppendCheckpointInput } from "../lineage/checkpoints.ts";
+import type { CacheCaptureResult } from "../caches/cache-dependencies.ts";
+import type { DependencyCachePort } from "../caches/dependency-port.ts";
 
 // --- the catalog, local or remote ------------------------------------------------------------------
 
@@ -58,6 +60,8 @@ export interface CatalogPort {
   publishBaseline(input: PublishBaselineInput): Promise<PublishedSnapshot>;
   /** Registers a ready snapshot's layers and heads (once; a repeat is idempotent). */
   publishLayers(input: { snapshotId: string; layers: LayerDescriptor[]; heads: string[] }): Promise<void>;
+  /** Dependency caches (a baseline's dependency directories), where the catalog has them. */
+  dependencies?: DependencyCachePort;
 }
 
 async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
@@ -119,6 +123,22 @@ export function localCatalog(db: Db, agent: AgentScope): CatalogPort {
       const { publishSnapshot } = await import("../content/layers.ts");
       await publishSnapshot(db, { ...input, agentId: agent.agentId });
     },
+    dependencies: lazyDependencyPort(async () => (await import("../caches/dependency-port.ts")).localDependencyPort(db, agent)),
+  };
+}
+
+/** A port whose modules load on first use (a capture without dependencies never loads them). */
+export function lazyDependencyPort(load: () => Promise<DependencyCachePort>): DependencyCachePort {
+  let port: Promise<DependencyCachePort> | null = null;
+  const get = () => (port ??= load());
+  return {
+    store: {
+      missing: async (digests) => (await get()).store.missing(digests),
+      put: async (digest, bytes) => (await get()).store.put(digest, bytes),
+      open: async (digest, signal) => (await get()).store.open(digest, signal),
+    },
+    find: async (input) => (await get()).find(input),
+    publish: async (input) => (await get()).publish(input),
   };
 }
 
@@ -247,7 +267,7 @@ export type CapturePublishTarget =
       observedHeadId?: string | null;
     };
 
-export type CapturePublishStep = "lookup" | "evidence" | "capture" | "upload" | "publish" | "layers";
+export type CapturePublishStep = "lookup" | "evidence" | "capture" | "upload" | "publish" | "layers" | "dependencies";
 
 export interface CapturePublishOptions {
   dir: string;
@@ -256,6 +276,8 @@ export interface CapturePublishOptions {
   checkout?: CheckoutInfo;
   capture?: Omit<CaptureOptions, "previous" | "snapshotRef" | "signal">;
   source?: Source;
+  /** A baseline only: also capture these dependency directories as the cache of its envHash. */
+  dependencies?: { paths: readonly string[] };
   signal?: AbortSignal;
   onProgress?: (step: CapturePublishStep, detail?: { done: number; total: number; bytes: number }) => void;
 }
@@ -272,6 +294,8 @@ export interface CapturePublishResult {
   /** Whether the content is registered as layers; when not, the blobs are still kept by the snapshot. */
   layers: { registered: true } | { registered: false; error: { code: string; message: string } };
   evidence: BaselineEvidence | null;
+  /** The dependency cache captured with a baseline (null when none was asked for). */
+  dependencies: CacheCaptureResult | null;
 }
 
 /**
@@ -293,8 +317,41 @@ function viaStore<T>(promise: Promise<T>): Promise<T> {
 /**
  * Captures `dir` and publishes it to `port`. Throws a StrataError when nothing could be recorded
  * (the capture's own reason, BLOB_STORE_FAILED, EVIDENCE_INVALID, FENCE_LOST, BASELINE_STALE…).
+ * With `dependencies`, a published baseline's dependency directories become the cache of its
+ * envHash (a failure there is thrown: the baseline itself is published).
  */
 export async function captureAndPublish(port: CatalogPort, opts: CapturePublishOptions): Promise<CapturePublishResult> {
+  if (opts.dependencies && opts.target.kind !== "baseline") {
+    throw new StrataError("INVALID_INPUT", "Dependency directories are cached with a baseline only.", {
+      hint: "Capture them with --baseline.",
+    });
+  }
+  const result = await captureCheckoutAndPublish(port, opts);
+  if (!opts.dependencies || opts.target.kind !== "baseline") return result;
+  if (!port.dependencies) {
+    throw new StrataError("INVALID_INPUT", "This catalog does not keep dependency caches.", {
+      hint: "Capture without dependencies, or against a Strata server that has them.",
+    });
+  }
+  opts.onProgress?.("dependencies");
+  const { captureDependencies } = await import("../caches/cache-dependencies.ts");
+  const dependencies = await viaStore(
+    captureDependencies(port.dependencies, {
+      root: result.manifest.root,
+      repository: baselineKeySchema.parse(opts.target.key).repository,
+      envHash: result.manifest.envHash,
+      paths: opts.dependencies.paths,
+      cacheDir: join(privateIndexDirectory((opts.checkout ?? (await describeCheckout(opts.dir))).layout, opts.capture?.cacheDir), "dir"),
+      signal: opts.signal,
+    }),
+  );
+  return { ...result, dependencies };
+}
+
+async function captureCheckoutAndPublish(
+  port: CatalogPort,
+  opts: CapturePublishOptions,
+): Promise<Omit<CapturePublishResult, "dependencies"> & { dependencies: null }> {
   const progress = opts.onProgress ?? (() => undefined);
   const checkout =
     opts.checkout ?? (await describeCheckout(opts.dir, { signal: opts.signal, gitPath: opts.capture?.gitPath }));
@@ -365,6 +422,7 @@ export async function captureAndPublish(port: CatalogPort, opts: CapturePublishO
       uploaded: { blobs: 0, bytes: 0 },
       layers: { registered: true },
       evidence,
+      dependencies: null,
     };
   }
 
@@ -451,5 +509,6 @@ export async function captureAndPublish(port: CatalogPort, opts: CapturePublishO
     uploaded: { blobs: missing.length, bytes: uploadedBytes },
     layers,
     evidence,
+    dependencies: null,
   };
 }

@@ -18,6 +18,8 @@ import { pinSnapshot, releasePin } from "../content/pins.ts";
 import { getSnapshot } from "../lineage/snapshots.ts";
 import { acquireWorkspace, type AcquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
 import { reportRestore, type ReportRestoreInput } from "./report-restore.ts";
+import { restoreDependencies, type CacheRestoreResult } from "../caches/cache-dependencies.ts";
+import { localDependencyPort, type DependencyCachePort } from "../caches/dependency-port.ts";
 
 /** What restoring needs from a catalog, acting as one agent. */
 export interface RestorePort extends BlobSource {
@@ -28,6 +30,8 @@ export interface RestorePort extends BlobSource {
   /** A usage hold on the snapshot while it is restored (expires on its own). */
   pin(snapshotId: string, pinId: string, expiresInSeconds: number): Promise<void>;
   release(snapshotId: string, pinId: string): Promise<void>;
+  /** Dependency caches, where the catalog has them: a restored checkout gets its envHash's. */
+  dependencies?: Pick<DependencyCachePort, "find" | "store">;
 }
 
 /** The catalog in this process's database. */
@@ -56,6 +60,7 @@ export function localRestorePort(db: Db, agent: AgentScope): RestorePort {
     async release(snapshotId, pinId) {
       await releasePin(db, { snapshotId, pinId, agentId: agent.agentId });
     },
+    dependencies: localDependencyPort(db, agent),
   };
 }
 
@@ -179,10 +184,20 @@ export type RestoreSnapshotOptions = Omit<RestoreOptions, "blobs" | "candidates"
   into: string;
   /** Hold a pin on the snapshot during the restore (not needed inside an acquire: it pinned). */
   hold?: boolean;
+  /** Add the dependency cache of the snapshot's envHash to the restored checkout (default true). */
+  dependencies?: boolean;
 };
 
 export interface RestoreSnapshotResult extends RestoreReport {
   snapshot: SnapshotRef;
+  /** The dependency cache added to the checkout (null when not asked, or nothing was restored). */
+  dependencies: CacheRestoreResult | null;
+}
+
+/** The envHash a manifest records, if it is one. */
+function envHashOf(manifest: unknown): string | null {
+  const value = (manifest as { envHash?: unknown } | null)?.envHash;
+  return typeof value === "string" && /^[0-9a-f]{64}$/.test(value) ? value : null;
 }
 
 const HOLD_SECONDS = 60 * 60;
@@ -205,7 +220,18 @@ export async function restoreSnapshot(port: RestorePort, opts: RestoreSnapshotOp
       blobs: port,
       candidates,
     });
-    return { ...report, snapshot };
+    let dependencies: CacheRestoreResult | null = null;
+    if (opts.dependencies !== false && port.dependencies && report.path && report.result.status !== "unrestored") {
+      opts.onProgress?.({ phase: "publish", message: "adding the dependency directories of its envHash" });
+      dependencies = await restoreDependencies(port.dependencies, {
+        into: report.path,
+        snapshotId: snapshot.id,
+        envHash: envHashOf(manifest),
+        stateDir: opts.stateDir,
+        signal: opts.signal,
+      });
+    }
+    return { ...report, snapshot, dependencies };
   } finally {
     if (holdId) await port.release(snapshot.id, holdId).catch(() => undefined);
   }
@@ -217,6 +243,8 @@ export interface AcquireAndRestoreOptions extends Omit<RestoreOptions, "blobs" |
   acquire: Omit<AcquireWorkspaceInput, "agent" | "workspace" | "host">;
   into: string;
   host: string;
+  /** Add the dependency cache of the restored snapshot's envHash (default true). */
+  dependencies?: boolean;
 }
 
 interface AcquireStep {
@@ -226,6 +254,8 @@ interface AcquireStep {
   /** How it was reported: the restore row's outcome. */
   reported: "restored" | "degraded" | "failed";
   error: { code: string; message: string } | null;
+  /** The dependency cache added to the restored checkout, when one was looked for. */
+  dependencies?: CacheRestoreResult | null;
 }
 
 export interface AcquireAndRestoreResult {
@@ -325,7 +355,7 @@ export async function acquireAndRestore(
     }
     const result = report.result;
     const rung = await reportRestoreResult(port, plan.restoreId, result);
-    steps.push({ plan, result, reported: rung.reported, error: rung.error });
+    steps.push({ plan, result, reported: rung.reported, error: rung.error, dependencies: report.dependencies });
     if (rung.reported !== "failed") return { steps, path: report.path, workContextId };
     plan = rung.next;
   }

@@ -28,7 +28,7 @@ import { loadDirChain } from "./dir-chain.ts";
 import { mapParallel, walkDir, type WalkedEntry } from "./dir-walk.ts";
 
 export interface DirCaptureOptions {
-  store: ContentStore;
+  store: Pick<ContentStore, "missing" | "put" | "open">;
   /** The record this capture is layered on (the last capture of this directory), or null. */
   parent?: string | null;
   /** Capture only these paths below the root (dependency directories), not the whole root. */
@@ -105,7 +105,7 @@ class Uploader {
   private pendingBytes = 0;
   private seen = new Set<string>();
   uploaded = { blobs: 0, bytes: 0 };
-  constructor(private readonly store: ContentStore) {}
+  constructor(private readonly store: Pick<ContentStore, "missing" | "put">) {}
 
   async add(digest: string, bytes: Uint8Array): Promise<void> {
     if (this.seen.has(digest)) return;
