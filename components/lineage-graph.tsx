@@ -26,6 +26,7 @@ type SnapshotFlowNode = Node<SnapshotData, "snapshot">;
 type GroupFlowNode = Node<GroupData, "group">;
 
 export function nodeLabel(node: GraphNode): string {
+  if (node.class === "work-context") return `${node.workContextId ?? "work"} (forked)`;
   if (node.alias) return node.alias;
   if (node.class === "baseline") {
     const ref = (node.canonicalRef ?? "").replace(/^refs\/heads\//, "");
@@ -34,9 +35,17 @@ export function nodeLabel(node: GraphNode): string {
   return `${node.workContextId ?? "work"} #${node.position}`;
 }
 
+const KIND_LABEL: Record<GraphNode["class"], string> = {
+  baseline: "baseline",
+  checkpoint: "checkpoint",
+  "work-context": "forked work context",
+};
+
 const SnapshotNodeView = memo(function SnapshotNodeView({ data }: NodeProps<SnapshotFlowNode>) {
   const n = data.node;
   const label = nodeLabel(n);
+  // A forked work context with no checkpoint yet is its lineage, not a snapshot.
+  const ids = n.class === "work-context" ? { "data-lineage-id": n.lineageId ?? "" } : { "data-snapshot-id": n.id };
   return (
     <div
       className={`gnode ${n.class} state-${n.state}${data.context ? " context" : ""}${data.selected ? " selected" : ""}`}
@@ -45,12 +54,12 @@ const SnapshotNodeView = memo(function SnapshotNodeView({ data }: NodeProps<Snap
       <button
         type="button"
         className="gnode-body"
-        data-snapshot-id={n.id}
+        {...ids}
         title={label}
-        aria-label={`${n.class} ${label}, ${n.state}${n.lineageState === "retired" ? ", lineage retired" : ""}`}
+        aria-label={`${KIND_LABEL[n.class]} ${label}, ${n.state}${n.lineageState === "retired" ? ", lineage retired" : ""}`}
         onClick={() => data.onSelect(n.id)}
       >
-        <span className="gnode-kind">{n.class === "baseline" ? "baseline" : "checkpoint"}</span>
+        <span className="gnode-kind">{KIND_LABEL[n.class]}</span>
         <span className="gnode-title">{label}</span>
         <span className="gnode-meta">
           <span className={`badge ${n.state}`}>{n.state}</span> {n.agentName}
@@ -97,6 +106,7 @@ const EDGE_STYLE: Record<string, { stroke: string; dash?: string; label?: string
   supersedes: { stroke: "#8a6d3b", dash: "6 4", label: "superseded by" },
   seeded: { stroke: "#2f5bd3", label: "seeded" },
   "degraded-from": { stroke: "#b3261e", dash: "2 3", label: "degraded from" },
+  fork: { stroke: "#7b3fb3", dash: "8 3", label: "forked" },
 };
 
 export interface LineageGraphProps {

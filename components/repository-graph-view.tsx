@@ -80,6 +80,11 @@ export function RepositoryGraphView({
   }, []);
 
   const selectedNode = graph?.nodes.find((n) => n.id === selectedId) ?? null;
+  // A forked work context without checkpoints: the fork edge into it names its checkpoint.
+  const forkedFrom =
+    selectedNode?.class === "work-context"
+      ? (graph?.edges.find((e) => e.kind === "fork" && e.target === selectedNode.id)?.source ?? null)
+      : null;
   const selectedView = view?.nodes.find((n) => n.id === selectedId);
   const selectedGroup = selectedView?.kind === "group" ? selectedView.group : null;
 
@@ -152,16 +157,20 @@ export function RepositoryGraphView({
             </div>
           </form>
           <p className="graph-summary" data-testid="graph-summary">
-            {filtered?.nodes.length ?? 0} of {g.nodes.length} snapshots shown as {view?.nodes.length ?? 0} nodes
-            {g.truncated ? " (the newest only: this repository has more)" : ""}. Long chains are folded; click one to
-            expand it.
+            {snapshotCount(filtered?.nodes ?? [])} of {snapshotCount(g.nodes)} snapshots shown as{" "}
+            {view?.nodes.length ?? 0} nodes
+            {g.truncated ? " (the newest only: this repository has more)" : ""}
+            {g.nodes.length > snapshotCount(g.nodes)
+              ? `, with ${g.nodes.length - snapshotCount(g.nodes)} forked work contexts that have no checkpoint yet`
+              : ""}
+            . Long chains are folded; click one to expand it.
           </p>
           <GraphLegend />
           <div className="graph-layout">
             <div
               className="graph-canvas panel"
               data-testid="lineage-graph"
-              data-graph-nodes={g.nodes.length}
+              data-graph-nodes={snapshotCount(g.nodes)}
               data-view-nodes={view?.nodes.length ?? 0}
             >
               {view && view.nodes.length > 0 ? (
@@ -177,7 +186,46 @@ export function RepositoryGraphView({
               )}
             </div>
             <aside className="graph-detail panel" aria-label="Selected node" aria-live="polite">
-              {selectedNode ? (
+              {selectedNode?.class === "work-context" ? (
+                <>
+                  <h2>{nodeLabel(selectedNode)}</h2>
+                  <dl className="facts">
+                    <dt>Kind</dt>
+                    <dd>forked work context, no checkpoint yet</dd>
+                    <dt>Lineage</dt>
+                    <dd>
+                      <ShortId id={selectedNode.lineageId} /> ({selectedNode.lineageState})
+                    </dd>
+                    <dt>Agent</dt>
+                    <dd>{selectedNode.agentName}</dd>
+                    <dt>Forked</dt>
+                    <dd>
+                      <When at={new Date(selectedNode.createdAt)} />
+                    </dd>
+                  </dl>
+                  {forkedFrom ? (
+                    <p>
+                      <Link href={`/snapshots/${forkedFrom}`}>Open the checkpoint it was forked from</Link>
+                    </p>
+                  ) : null}
+                  <p className="muted">Its first acquire restores that checkpoint.</p>
+                  {canRetire && selectedNode.lineageId && selectedNode.lineageState === "active" ? (
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() =>
+                        setRetiring({
+                          kind: "lineage",
+                          id: selectedNode.lineageId!,
+                          label: `work context ${selectedNode.workContextId}`,
+                        })
+                      }
+                    >
+                      Retire lineage…
+                    </button>
+                  ) : null}
+                </>
+              ) : selectedNode ? (
                 <>
                   <h2>{nodeLabel(selectedNode)}</h2>
                   <dl className="facts">
@@ -278,6 +326,11 @@ export function RepositoryGraphView({
   );
 }
 
+/** Snapshots among graph nodes (a forked work context without checkpoints is none). */
+function snapshotCount(nodes: readonly { class: string }[]): number {
+  return nodes.filter((n) => n.class !== "work-context").length;
+}
+
 const emptyGraph = {
   title: "No snapshots in this repository yet",
   body: (
@@ -317,6 +370,9 @@ function GraphLegend() {
       </li>
       <li>
         <span className="line degraded" /> degraded from
+      </li>
+      <li>
+        <span className="line fork" /> forked from
       </li>
     </ul>
   );

@@ -1,12 +1,14 @@
 "use client";
 // One snapshot: key, state history, manifest, validation evidence, heads and the layer forest
-// beneath them, pins, the restores it seeded, and retirement for operators.
+// beneath them, pins, the restores it seeded, the work contexts forked from it, and retirement
+// and forking for operators.
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState, type ReactNode } from "react";
 import type { inferRouterOutputs } from "@trpc/server";
 import type { AppRouter } from "~/server/trpc/root.ts";
 import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+import { ForkDialog } from "./fork-dialog.tsx";
 import { RetireDialog } from "./retire-dialog.tsx";
 import { PinHoldCells } from "./pin-cells.tsx";
 import { useTRPC } from "./trpc.tsx";
@@ -35,6 +37,11 @@ function Fact({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
+/** Only a ready checkpoint of an active lineage is forked (the server refuses anything else). */
+function forkable(s: Detail): boolean {
+  return s.class === "checkpoint" && s.state === "ready" && s.lineage?.state === "active";
+}
+
 function NeighbourLink({ s }: { s: { id: string; class: string; sequence: number | null; state: string } | null }) {
   if (!s) return <>—</>;
   return (
@@ -49,7 +56,9 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
   const trpc = useTRPC();
   const query = useQuery(trpc.dashboard.snapshot.queryOptions({ snapshotId }));
   const canRetire = useCan("retire");
+  const canFork = useCan("fork");
   const [retiring, setRetiring] = useState<{ kind: "snapshot" | "lineage"; id: string; label: string } | null>(null);
+  const [forking, setForking] = useState(false);
   const [message, setMessage] = useState<string | null>(null);
   return (
     <QueryView query={query} isEmpty={() => false} empty={{ title: "", body: null }}>
@@ -71,17 +80,24 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
               {message}
             </p>
           ) : null}
-          {canRetire ? (
+          {canFork || canRetire ? (
             <div className="actions">
-              <button
-                type="button"
-                className="danger"
-                disabled={RETIRED.has(s.state)}
-                onClick={() => setRetiring({ kind: "snapshot", id: s.id, label: `snapshot ${s.id.slice(0, 8)}` })}
-              >
-                Retire snapshot…
-              </button>
-              {s.lineage && s.lineage.state === "active" ? (
+              {canFork && forkable(s) ? (
+                <button type="button" onClick={() => setForking(true)}>
+                  Fork…
+                </button>
+              ) : null}
+              {canRetire ? (
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={RETIRED.has(s.state)}
+                  onClick={() => setRetiring({ kind: "snapshot", id: s.id, label: `snapshot ${s.id.slice(0, 8)}` })}
+                >
+                  Retire snapshot…
+                </button>
+              ) : null}
+              {canRetire && s.lineage && s.lineage.state === "active" ? (
                 <button
                   type="button"
                   className="danger"
@@ -142,6 +158,14 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
                         "a cold start"
                       )}
                     </Fact>
+                    {s.lineage?.forkedFromId ? (
+                      <Fact label="Forked from">
+                        <Link href={`/snapshots/${s.lineage.forkedFromId}`}>
+                          <ShortId id={s.lineage.forkedFromId} />
+                        </Link>
+                        {s.lineage.forkReason ? ` — ${s.lineage.forkReason}` : ""}
+                      </Fact>
+                    ) : null}
                     <Fact label="Sequence">{s.sequence}</Fact>
                     <Fact label="Predecessor">
                       <NeighbourLink s={s.predecessor} />
@@ -289,6 +313,39 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
             ) : null}
           </Section>
 
+          {s.forks.length > 0 ? (
+            <Section title="Work contexts forked from it" id="forks">
+              <table>
+                <thead>
+                  <tr>
+                    <th>Work context</th>
+                    <th>Lineage</th>
+                    <th>Checkpoints</th>
+                    <th>Reason</th>
+                    <th>Forked by</th>
+                    <th>Forked</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {s.forks.map((f) => (
+                    <tr key={f.id}>
+                      <td className="mono">{f.workContextId}</td>
+                      <td>
+                        <ShortId id={f.id} /> <StateBadge state={f.state} />
+                      </td>
+                      <td>{f.checkpointCount}</td>
+                      <td>{f.forkReason}</td>
+                      <td className="mono">{f.forkedBy}</td>
+                      <td>
+                        <When at={f.createdAt} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </Section>
+          ) : null}
+
           {s.audit.length > 0 ? (
             <Section title="Audit events" id="audit">
               <ul className="compact">
@@ -308,6 +365,14 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
               label={retiring.label}
               onClose={() => setRetiring(null)}
               onRetired={setMessage}
+            />
+          ) : null}
+          {forking ? (
+            <ForkDialog
+              snapshotId={s.id}
+              label={`checkpoint #${s.sequence} of ${s.workContextId}`}
+              onClose={() => setForking(false)}
+              onForked={setMessage}
             />
           ) : null}
         </>

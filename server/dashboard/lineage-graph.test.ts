@@ -7,6 +7,8 @@ import { repositoryGraph } from "./lineage-graph.ts";
 import { buildHistory } from "../testing/dashboard.ts";
 import { acquireFor, lineageKeyOf, manifestOf, oid } from "../testing/lineage.ts";
 import { reportRestore } from "../restore/report-restore.ts";
+import { forkCheckpoint } from "../lineage/fork-checkpoint.ts";
+import { makeUser } from "../testing/dashboard.ts";
 
 describeEachDatabase("repository lineage graph", (catalog) => {
   it("chains baselines by supersession and checkpoints by lineage, with seeded-from edges", async () => {
@@ -79,6 +81,60 @@ describeEachDatabase("repository lineage graph", (catalog) => {
     expect(graph.edges).toContainEqual(
       expect.objectContaining({ kind: "degraded-from", source: h.a[2], target: h.bFirst }),
     );
+  });
+
+  it("draws fork edges: from the checkpoint to each fork's work-context node, then to its first checkpoint", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const a3 = h.a[2]!;
+    const user = await makeUser(db, "operator");
+    const { forks } = await forkCheckpoint(db, {
+      fromCheckpoint: a3,
+      count: 2,
+      reason: "two ways on from a3",
+      actor: { kind: "user", user },
+    });
+    const [one, two] = forks as [(typeof forks)[number], (typeof forks)[number]];
+    const before = await repositoryGraph(db, { repositoryId: h.repositoryId });
+    const waiting = before.nodes.filter((n) => n.class === "work-context");
+    expect(waiting.map((n) => [n.id, n.workContextId, n.lineageId, n.state]).sort()).toEqual(
+      [
+        [`work-context:${one.lineageId}`, one.workContextId, one.lineageId, "active"],
+        [`work-context:${two.lineageId}`, two.workContextId, two.lineageId, "active"],
+      ].sort(),
+    );
+    expect(waiting[0]).toMatchObject({ agentName: h.agent.name, chainId: `lineage:${waiting[0]!.lineageId}` });
+    expect(
+      before.edges
+        .filter((e) => e.kind === "fork")
+        .map((e) => `${e.source} ${e.target}`)
+        .sort(),
+    ).toEqual([`${a3} work-context:${one.lineageId}`, `${a3} work-context:${two.lineageId}`].sort());
+    expect(before.workContexts).toEqual(expect.arrayContaining([one.workContextId, two.workContextId]));
+
+    // The first fork restores a3 and captures: its first checkpoint takes the node's place.
+    const plan = await acquireFor(db, h.agent.scope, h.scenario, one.workContextId);
+    expect(plan.snapshot?.id).toBe(a3);
+    await reportRestore(db, { agent: h.agent.scope, restoreId: plan.restoreId, outcome: "restored" });
+    const f1 = await appendCheckpoint(db, {
+      agent: h.agent.scope,
+      key: lineageKeyOf(h.scenario, one.workContextId),
+      observedHeadId: null,
+      manifest: manifestOf({ head: oid("fork-one"), branch: "try-1" }),
+    });
+    const after = await repositoryGraph(db, { repositoryId: h.repositoryId });
+    expect(after.nodes.map((n) => n.id)).not.toContain(`work-context:${one.lineageId}`);
+    expect(after.nodes.map((n) => n.id)).toContain(`work-context:${two.lineageId}`);
+    // One edge into f1: the fork (not also a seeded edge from its origin or its restore).
+    expect(after.edges.filter((e) => e.target === f1.snapshot.id)).toEqual([
+      { kind: "fork", source: a3, target: f1.snapshot.id },
+    ]);
+
+    // Filtered to the fork's work context, a3 stays as the context it began from.
+    const onlyFork = filterGraph(after, { workContextId: two.workContextId, states: ["ready"] });
+    expect(onlyFork.nodes.map((n) => n.id).sort()).toEqual([a3, `work-context:${two.lineageId}`].sort());
+    expect([...onlyFork.contextIds]).toEqual([a3]);
+    expect(collapseChains(after).nodes).toHaveLength(after.nodes.length);
   });
 
   it("stays filterable and collapsible for the browser", async () => {

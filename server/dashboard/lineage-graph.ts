@@ -1,7 +1,9 @@
 // The lineage graph of one repository, for the dashboard: every snapshot as a node; baselines
 // chained by supersession within their key, checkpoints by their lineage's predecessor links;
 // "seeded from" edges from lineage origins and restore attributions; "degraded from" edges
-// from captures of partly restored worktrees. A handful of queries whatever the size.
+// from captures of partly restored worktrees; "fork" edges from a checkpoint to each work
+// context an authorized fork made from it (a work-context node until it has a checkpoint). A
+// handful of queries whatever the size.
 import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import { StrataError } from "../domain/errors.ts";
@@ -69,7 +71,16 @@ export async function repositoryGraph(db: Db, input: RepositoryGraphInput): Prom
     }),
     db.lineage.findMany({
       where: { repositoryId: repository.id },
-      select: { id: true, state: true, originSnapshotId: true },
+      select: {
+        id: true,
+        state: true,
+        originSnapshotId: true,
+        forkedFromId: true,
+        agentId: true,
+        workContextId: true,
+        createdAt: true,
+        _count: { select: { checkpoints: true } },
+      },
     }),
     db.restore.findMany({
       where: { repositoryId: repository.id, snapshotId: { not: null }, lineageId: { not: null } },
@@ -78,8 +89,10 @@ export async function repositoryGraph(db: Db, input: RepositoryGraphInput): Prom
   ]);
   const truncated = newest.length > opts.limit;
   const rows = newest.slice(0, opts.limit).reverse();
+  // Forks that have not captured anything yet are drawn as their work context.
+  const waitingForks = lineages.filter((l) => l.forkedFromId !== null && l._count.checkpoints === 0);
   const agents = await db.agent.findMany({
-    where: { id: { in: [...new Set(rows.map((r) => r.agentId))] } },
+    where: { id: { in: [...new Set([...rows.map((r) => r.agentId), ...waitingForks.map((l) => l.agentId)])] } },
     select: { id: true, name: true },
     orderBy: { name: "asc" },
   });
@@ -113,6 +126,27 @@ export async function repositoryGraph(db: Db, input: RepositoryGraphInput): Prom
       createdAt: r.createdAt.getTime(),
     };
   });
+  const forkNodeOf = new Map<string, string>();
+  for (const lineage of waitingForks) {
+    const id = `work-context:${lineage.id}`;
+    forkNodeOf.set(lineage.id, id);
+    nodes.push({
+      id,
+      class: "work-context",
+      state: lineage.state,
+      agentId: lineage.agentId,
+      agentName: agentName.get(lineage.agentId) ?? lineage.agentId,
+      chainId: `lineage:${lineage.id}`,
+      position: 0,
+      workContextId: lineage.workContextId,
+      lineageId: lineage.id,
+      lineageState: lineage.state,
+      canonicalRef: null,
+      headCommit: null,
+      alias: null,
+      createdAt: lineage.createdAt.getTime(),
+    });
+  }
   const present = new Set(nodes.map((n) => n.id));
   const edges = new Map<string, GraphEdge>();
   const addEdge = (source: string | null | undefined, target: string, kind: GraphEdge["kind"]) => {
@@ -144,17 +178,26 @@ export async function repositoryGraph(db: Db, input: RepositoryGraphInput): Prom
     addEdge(r.degradedFromId, node.id, "degraded-from");
   }
   // rows are oldest first, so each lineage's list is sorted by createdAt.
+  const forkedFrom = new Map<string, string>();
   for (const lineage of lineages) {
     const first = checkpointsByLineage.get(lineage.id)?.[0];
-    if (first && lineage.originSnapshotId && predecessorOf.get(first.id) !== lineage.originSnapshotId) {
-      addEdge(lineage.originSnapshotId, first.id, "seeded");
+    if (lineage.forkedFromId) {
+      forkedFrom.set(lineage.id, lineage.forkedFromId);
+      const target = first?.id ?? forkNodeOf.get(lineage.id);
+      if (target) addEdge(lineage.forkedFromId, target, "fork");
     }
+    // A fork's origin is the checkpoint it was forked from until the ladder moves it: the
+    // fork edge says that already.
+    const origin = lineage.originSnapshotId !== lineage.forkedFromId ? lineage.originSnapshotId : null;
+    if (first && origin && predecessorOf.get(first.id) !== origin) addEdge(origin, first.id, "seeded");
   }
   for (const restore of restores) {
     if (!SEEDING_OUTCOMES.includes(restore.outcome) || !restore.lineageId || !restore.snapshotId) continue;
     const seeded = firstAtOrAfter(checkpointsByLineage.get(restore.lineageId) ?? [], restore.createdAt.getTime());
-    // Resuming a lineage from its own head is the chain edge already.
+    // Resuming a lineage from its own head is the chain edge already; a fork restoring the
+    // checkpoint it was forked from is the fork edge.
     if (!seeded || predecessorOf.get(seeded.id) === restore.snapshotId) continue;
+    if (forkedFrom.get(restore.lineageId) === restore.snapshotId) continue;
     addEdge(restore.snapshotId, seeded.id, "seeded");
   }
 

@@ -5,8 +5,11 @@ import type { LayerDescriptor } from "../domain/content.ts";
 import { isStrataError } from "../domain/errors.ts";
 import { pinSnapshot } from "../content/pins.ts";
 import { snapshotDetail } from "./snapshot-detail.ts";
-import { buildHistory } from "../testing/dashboard.ts";
-import { oid } from "../testing/lineage.ts";
+import { buildHistory, makeUser } from "../testing/dashboard.ts";
+import { acquireFor, lineageKeyOf, manifestOf, oid } from "../testing/lineage.ts";
+import { appendCheckpoint } from "../lineage/checkpoints.ts";
+import { forkCheckpoint } from "../lineage/fork-checkpoint.ts";
+import { reportRestore } from "../restore/report-restore.ts";
 
 describeEachDatabase("snapshot detail", (catalog) => {
   it("shows a checkpoint's key, history, manifest, heads with the forest beneath, pins and restores", async () => {
@@ -72,6 +75,44 @@ describeEachDatabase("snapshot detail", (catalog) => {
       branch: "main",
     });
     expect(detail.restores.map((r) => r.outcome)).toEqual(["restored"]);
+  });
+
+  it("lists the work contexts forked from a checkpoint, and a fork's checkpoint names where it was forked from", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const a3 = h.a[2]!;
+    const user = await makeUser(db, "admin");
+    const { forks } = await forkCheckpoint(db, {
+      fromCheckpoint: a3,
+      count: 3,
+      reason: "three retries",
+      actor: { kind: "user", user },
+    });
+    const detail = await snapshotDetail(db, { snapshotId: a3 });
+    expect(detail.forks.map((f) => f.id).sort()).toEqual(forks.map((f) => f.lineageId).sort());
+    expect(detail.forks[0]).toMatchObject({
+      state: "active",
+      forkReason: "three retries",
+      forkedBy: `user:${user.userId}`,
+      checkpointCount: 0,
+    });
+    expect(detail.audit.map((e) => [e.action, e.reason])).toContainEqual(["lineage.fork", "three retries"]);
+
+    const fork = forks[0]!;
+    const plan = await acquireFor(db, h.agent.scope, h.scenario, fork.workContextId);
+    await reportRestore(db, { agent: h.agent.scope, restoreId: plan.restoreId, outcome: "restored" });
+    const own = await appendCheckpoint(db, {
+      agent: h.agent.scope,
+      key: lineageKeyOf(h.scenario, fork.workContextId),
+      observedHeadId: null,
+      manifest: manifestOf({ head: oid("forked-work"), branch: "retry" }),
+    });
+    expect((await snapshotDetail(db, { snapshotId: own.snapshot.id })).lineage).toMatchObject({
+      id: fork.lineageId,
+      forkedFromId: a3,
+      forkReason: "three retries",
+      originSnapshotId: a3,
+    });
   });
 
   it("is NOT_FOUND for an unknown snapshot", async () => {

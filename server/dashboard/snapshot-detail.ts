@@ -1,6 +1,7 @@
 // One snapshot as an operator inspects it: class and key, the state history its timestamps
 // record, the manifest, baseline validation evidence, heads and the layer forest beneath them,
-// pins, the restores it seeded, and how it sits in its lineage. Staff only, any agent's.
+// pins, the restores it seeded, the work contexts forked from it, and how it sits in its
+// lineage. Staff only, any agent's.
 import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
@@ -70,6 +71,8 @@ const detailSelect = {
       retiredReason: true,
       retiredAt: true,
       originSnapshotId: true,
+      forkedFromId: true,
+      forkReason: true,
       _count: { select: { checkpoints: true } },
     },
   },
@@ -78,6 +81,19 @@ const detailSelect = {
   degradedFrom: { select: neighbourSelect },
   degradedWork: { select: neighbourSelect, orderBy: { createdAt: "asc" }, take: 50 },
   originOf: { select: { id: true, workContextId: true, state: true }, take: 100 },
+  forks: {
+    select: {
+      id: true,
+      workContextId: true,
+      state: true,
+      forkReason: true,
+      forkedBy: true,
+      createdAt: true,
+      _count: { select: { checkpoints: true } },
+    },
+    orderBy: [{ createdAt: "desc" }, { id: "asc" }],
+    take: 200,
+  },
 } satisfies Prisma.SnapshotSelect;
 
 export interface StateEvent {
@@ -215,7 +231,12 @@ async function layerForest(db: Db, snapshotId: string): Promise<{ layers: Forest
       },
     });
     for (const { uuid, agentUuid, parent, ...row } of rows) {
-      found.set(uuid, { ...row, uuid: agentUuid, parentUuid: parent?.agentUuid ?? null, sizeBytes: Number(row.sizeBytes) });
+      found.set(uuid, {
+        ...row,
+        uuid: agentUuid,
+        parentUuid: parent?.agentUuid ?? null,
+        sizeBytes: Number(row.sizeBytes),
+      });
     }
     frontier = [...new Set(rows.map((r) => r.parentUuid).filter((p): p is string => p !== null && !found.has(p)))];
   }
@@ -269,7 +290,7 @@ export async function snapshotDetail(db: Db, input: SnapshotDetailInput) {
   ]);
   const manifestLayers = forest.layers.filter((l) => l.isHead && l.kind === "manifest").map((l) => l.digest);
   const manifest = await manifestOf(db, row, manifestLayers);
-  const { metadata: _metadata, lineage, ...rest } = row;
+  const { metadata: _metadata, lineage, forks, ...rest } = row;
   return {
     ...rest,
     sizeBytes: Number(row.sizeBytes),
@@ -281,9 +302,12 @@ export async function snapshotDetail(db: Db, input: SnapshotDetailInput) {
           retiredReason: lineage.retiredReason,
           retiredAt: lineage.retiredAt,
           originSnapshotId: lineage.originSnapshotId,
+          forkedFromId: lineage.forkedFromId,
+          forkReason: lineage.forkReason,
           checkpointCount: lineage._count.checkpoints,
         }
       : null,
+    forks: forks.map(({ _count, ...fork }) => ({ ...fork, checkpointCount: _count.checkpoints })),
     history: stateHistory(row),
     manifest,
     heads: forest.layers.filter((l) => l.isHead).map((l) => l.uuid),

@@ -3,12 +3,16 @@
 // expandable node, so a graph of thousands of snapshots lays out and draws quickly). No I/O:
 // the service builds the graph, the browser filters and collapses it.
 
-type GraphEdgeKind = "supersedes" | "chain" | "seeded" | "degraded-from";
+type GraphEdgeKind = "supersedes" | "chain" | "seeded" | "degraded-from" | "fork";
 
-/** One snapshot of the repository, with what the graph needs to draw and filter it. */
+/**
+ * One snapshot of the repository, with what the graph needs to draw and filter it; or, class
+ * `work-context`, a forked work context that has no checkpoint yet (its lineage stands for it,
+ * so the fork has somewhere to point). Its state is its lineage's.
+ */
 export interface GraphNode {
   id: string;
-  class: "baseline" | "checkpoint";
+  class: "baseline" | "checkpoint" | "work-context";
   state: string;
   agentId: string;
   agentName: string;
@@ -31,7 +35,8 @@ export interface GraphNode {
  * source → target, older to newer: a baseline superseded by the next of its key; a checkpoint
  * followed by the next of its lineage; a snapshot that seeded a lineage's checkpoint (its
  * recorded origin or a restore attribution); an original snapshot and the capture of the
- * worktree it only partly restored.
+ * worktree it only partly restored; a checkpoint and the first node of each work context an
+ * authorized fork made from it (its first checkpoint, or its work-context node until it has one).
  */
 export interface GraphEdge {
   source: string;
@@ -70,7 +75,9 @@ export interface FilteredGraph {
 function matches(node: GraphNode, filter: GraphFilter): boolean {
   if (filter.agentId && node.agentId !== filter.agentId) return false;
   if (filter.workContextId && node.workContextId !== filter.workContextId) return false;
-  if (filter.states && filter.states.length > 0 && !filter.states.includes(node.state)) return false;
+  // A forked work context without checkpoints has no snapshot state to filter by.
+  const stateless = node.class === "work-context";
+  if (!stateless && filter.states && filter.states.length > 0 && !filter.states.includes(node.state)) return false;
   if (filter.from != null && node.createdAt < filter.from) return false;
   if (filter.to != null && node.createdAt > filter.to) return false;
   return true;
@@ -88,7 +95,7 @@ export function filterGraph(graph: Pick<RepositoryGraph, "nodes" | "edges">, fil
   if (filter.agentId || filter.workContextId) {
     for (const edge of graph.edges) {
       if (
-        (edge.kind === "seeded" || edge.kind === "degraded-from") &&
+        (edge.kind === "seeded" || edge.kind === "degraded-from" || edge.kind === "fork") &&
         kept.has(edge.target) &&
         !kept.has(edge.source)
       ) {
