@@ -262,6 +262,7 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
         error: { code: "X", message: "it broke" },
       },
       "lineage.retire": { lineageId: plan.lineage.id, reason: "completed" },
+      "lineage.fork": { fromCheckpoint: cp.snapshot.id, count: 2, reason: "fuzz the fork" },
       "lineage.get": { lineageId: plan.lineage.id },
       "lineage.list": { includeRetired: true, limit: 10 },
       "snapshot.get": { snapshotId: cp.snapshot.id, includeRetired: false },
@@ -284,6 +285,7 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
       "dashboard.retirementPreview": { kind: "snapshot", id: cp.snapshot.id },
       "dashboard.retireSnapshot": { snapshotId: baseline.snapshot.id, reason: "superseded" },
       "dashboard.retireLineage": { lineageId: plan.lineage.id, reason: "abandoned" },
+      "dashboard.forkCheckpoint": { fromCheckpoint: cp.snapshot.id, count: 2, reason: "fuzz the fork" },
       "gc.runs": { limit: 5 },
       "browse.snapshots": { limit: 5 },
     });
