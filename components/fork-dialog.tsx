@@ -72,6 +72,7 @@ export function ForkDialog({
               min={1}
               max={MAX_FORKS}
               step={1}
+              autoFocus
               value={count}
               onChange={(e) => setCount(e.target.value)}
             />
@@ -84,7 +85,6 @@ export function ForkDialog({
               minLength={3}
               maxLength={500}
               rows={3}
-              autoFocus
               value={reason}
               onChange={(e) => setReason(e.target.value)}
             />

@@ -14,7 +14,7 @@ test("an operator forks work contexts from a ready checkpoint and sees them in t
   await page.getByRole("button", { name: "Fork…" }).click();
   const dialog = page.getByRole("dialog", { name: "Fork work contexts from checkpoint #1 of issue-80-ledger-export" });
   await expect(dialog).toBeVisible();
-  await expect(dialog.getByLabel(/^Reason/)).toBeFocused();
+  await expect(dialog.getByLabel(/^How many work contexts/)).toBeFocused();
   await dialog.getByLabel(/^How many work contexts/).fill("3");
   await dialog.getByLabel(/^Reason/).fill("Retry the export three ways after the CSV escaping bug");
   await page.screenshot({ path: "e2e/screenshots/fork-dialog.png" });
