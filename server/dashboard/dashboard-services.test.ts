@@ -11,6 +11,7 @@ import { retireLineageByUser } from "../lineage/retire-lineage-by-user.ts";
 import { retireSnapshotByUser } from "../lineage/retire-snapshot-by-user.ts";
 import { createOwner } from "../testing/content.ts";
 import { buildHistory, makeUser } from "../testing/dashboard.ts";
+import { forkCheckpoint } from "../lineage/fork-checkpoint.ts";
 
 describeEachDatabase("dashboard services", (catalog) => {
   it("pins: active and closed holds with their snapshots; the pins that keep a retired snapshot", async () => {
@@ -117,6 +118,29 @@ describeEachDatabase("dashboard services", (catalog) => {
     await expect(previewRetirement(db, { kind: "snapshot", id: "nope" })).rejects.toSatisfy((e) =>
       isStrataError(e, "NOT_FOUND"),
     );
+  });
+
+  it("previews retiring a forked checkpoint: the forks without a checkpoint of their own start from the baseline", async () => {
+    const db = catalog().db;
+    const h = await buildHistory(db);
+    const user = await makeUser(db, "operator");
+    await forkCheckpoint(db, {
+      fromCheckpoint: h.a[2]!,
+      count: 2,
+      reason: "two more tries",
+      actor: { kind: "user", user },
+    });
+    for (const subject of [
+      { kind: "snapshot", id: h.a[2]! },
+      { kind: "lineage", id: h.lineageA },
+    ] as const) {
+      const preview = await previewRetirement(db, subject);
+      expect([subject.kind, preview.notes.join(" ")]).toEqual([
+        subject.kind,
+        expect.stringContaining("2 work contexts forked from it have no checkpoint of their own yet"),
+      ]);
+    }
+    expect((await previewRetirement(db, { kind: "snapshot", id: h.a[1]! })).notes.join(" ")).not.toMatch(/forked/);
   });
 
   it("retires a lineage and a snapshot for a user, with the user and reason in the audit log", async () => {

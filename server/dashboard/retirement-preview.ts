@@ -193,6 +193,20 @@ export async function previewRetirement(db: Db, input: RetirementSubjectInput) {
   }
 
   const ids = retires.map((s) => s.id);
+  // Forks that would lose the checkpoint they were promised: those with none of their own yet.
+  const waitingForks =
+    ids.length === 0
+      ? 0
+      : await db.lineage.count({
+          where: { forkedFromId: { in: ids }, state: "active", checkpoints: { none: { failedAt: null } } },
+        });
+  if (waitingForks > 0) {
+    notes.push(
+      waitingForks === 1
+        ? "1 work context forked from it has no checkpoint of its own yet: it will start from the baseline instead (or cold), told to inspect external state first."
+        : `${waitingForks} work contexts forked from it have no checkpoint of their own yet: they will start from the baseline instead (or cold), told to inspect external state first.`,
+    );
+  }
   const pins = await activePinsOf(db, ids, now);
   const pinned = new Set(pins.map((p) => p.snapshotId));
   const released = ids.filter((id) => !pinned.has(id));
