@@ -72,6 +72,7 @@ function snapshotOf(id: string, manifest: CaptureManifest, blobs: Map<string, Ui
     sequence: 1,
     predecessorId: null,
     manifestDigest: digest,
+    artifact: { kind: "git", ref: digest },
     manifest: { treeId: manifest.tree, head: manifest.head, branch: manifest.branch, blobDigests: [], sizeBytes: 0n },
     createdAt: now,
     readyAt: now,

@@ -24,16 +24,27 @@ export function registerSweep(program: Command): void {
         staleAfterMs: days(opts.staleDays, "stale-days"),
         retentionMs: days(opts.retentionDays, "retention-days"),
       };
-      const { sweepSnapshots } = await import("../../server/lineage/sweeper.ts");
-      const result = await withCatalog((db) => sweepSnapshots(db, { now: new Date(), settings }));
+      const [{ sweepSnapshots }, { sweepDependencyCaches }] = await Promise.all([
+        import("../../server/lineage/sweeper.ts"),
+        import("../../server/caches/sweep-dependency-caches.ts"),
+      ]);
+      const now = new Date();
+      const [result, caches] = await withCatalog(async (db) => [
+        await sweepSnapshots(db, { now, settings }),
+        await sweepDependencyCaches(db, { now, retentionMs: settings.retentionMs }),
+      ] as const);
       const moved = result.movedToDeleting;
+      const failed = [...result.reclaimed.failed, ...caches.failed];
       emit(
         Boolean(opts.json),
-        result,
+        { ...result, dependencyCaches: caches },
         `Retired ${result.staleCheckpointIds.length} stale checkpoint head(s) and ${result.staleLineageIds.length} ` +
           `lineage(s); moved ${moved.superseded + moved.retired + moved.failed} snapshot(s) to deleting ` +
           `(${moved.superseded} superseded, ${moved.retired} retired, ${moved.failed} failed); ` +
-          `${result.keptForPins} kept for active pins.`,
+          `${result.keptForPins} kept for active pins; deleted ${result.reclaimed.deleted} snapshot artifact(s) and ` +
+          `${caches.deleted} dependency cache(s) through their backends` +
+          (failed.length > 0 ? `; ${failed.length} delete(s) failed and will be tried again (${failed[0]!.error})` : "") +
+          ".",
       );
     });
 }

@@ -15,6 +15,8 @@ import { describeEachDatabase } from "../testing/databases.ts";
 import { removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
 import { treeImage } from "../testing/backends.ts";
 import { findDependencyCache, publishDependencyCache } from "./dependency-caches.ts";
+import { sweepDependencyCaches } from "./sweep-dependency-caches.ts";
+import { statGrantedBlob } from "../content/blobs.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -167,5 +169,42 @@ describeEachDatabase("dependency caches", (catalog) => {
     });
     expect(left).toBe(new Set(stillNeeded.map((r) => r.digest)).size);
     expect(left).toBeLessThan(needed.length);
+  });
+
+  it("reclaims superseded caches past retention through their backend, keeping a base a live cache needs", async () => {
+    const db = catalog().db;
+    const env = sha256(`sweep ${randomUUID()}`);
+    const other = sha256(`sweep other ${randomUUID()}`);
+    write(source, "node_modules/sweep.js", `${randomUUID()}\n`);
+    const base = await capture();
+    const baseCache = (await publish(env, base.ref)).cache;
+    // A cache of another envHash layered on it, then the key's cache replaced.
+    write(source, "node_modules/sweep.js", `${randomUUID()}\n`);
+    const child = await capture(base.ref);
+    const childCache = (await publish(other, child.ref)).cache;
+    write(source, "node_modules/sweep.js", `${randomUUID()}\n`);
+    await publish(env, (await capture()).ref);
+    const later = new Date(Date.now() + 8 * 24 * 3600 * 1000);
+    const retentionMs = 7 * 24 * 3600 * 1000;
+
+    // The superseded base is what the live child is layered on: kept.
+    await sweepDependencyCaches(db, { now: later, retentionMs });
+    expect((await db.dependencyCache.findUniqueOrThrow({ where: { id: baseCache.id } })).state).toBe("superseded");
+
+    // Once the child is superseded too, both go; a failed delete is recorded and tried again.
+    write(source, "node_modules/sweep.js", `${randomUUID()}\n`);
+    await publish(other, (await capture()).ref);
+    await db.dependencyCache.update({ where: { id: childCache.id }, data: { artifactKind: "modal" } });
+    const first = await sweepDependencyCaches(db, { now: later, retentionMs });
+    expect(first.failed).toContainEqual(expect.objectContaining({ cacheId: childCache.id, kind: "modal" }));
+    const failed = await db.dependencyCache.findUniqueOrThrow({ where: { id: childCache.id } });
+    expect(failed).toMatchObject({ state: "deleted", artifactRef: child.ref, reclaimAttempts: 1 });
+    expect(failed.reclaimError).toContain("UNKNOWN_BACKEND");
+    await db.dependencyCache.update({ where: { id: childCache.id }, data: { artifactKind: "dir" } });
+    await sweepDependencyCaches(db, { now: later, retentionMs });
+    expect((await db.dependencyCache.findUniqueOrThrow({ where: { id: childCache.id } })).reclaimError).toBeNull();
+    expect((await db.dependencyCache.findUniqueOrThrow({ where: { id: baseCache.id } })).state).toBe("deleted");
+    expect(await statGrantedBlob(db, agent.agentId, base.ref)).toBeNull();
+    expect(await statGrantedBlob(db, agent.agentId, child.ref)).toBeNull();
   });
 });

@@ -13,12 +13,13 @@ import { backendFor } from "../backends/registry.ts";
 import { catalogContentStore } from "../backends/content-store.ts";
 import { grantedDigests } from "../content/blobs.ts";
 import { inTransaction, type Db } from "../db/client.ts";
+import { dialectOf } from "../db/dialect.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { slices } from "../db/sql.ts";
 import { lockStoredDigests } from "../db/statements/content.ts";
 import { clientFields } from "../domain/client-fields.ts";
 import { blobDigestSchema } from "../domain/content.ts";
-import { StrataError } from "../domain/errors.ts";
+import { isStrataError, StrataError } from "../domain/errors.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import { repositoryRefSchema } from "../domain/snapshot-keys.ts";
 import { findOrCreateRepository } from "../lineage/repositories.ts";
@@ -150,7 +151,15 @@ export async function publishDependencyCache(
     (await db.dependencyCache.count({
       where: { agentId, artifactKind: backend.kind, artifactRef: ref, state: { not: "deleted" } },
     })) > 0;
-  const content = await backend.content(input.artifact.ref, { source: catalogContentStore(db, agentId), known: kept });
+  const content = await backend
+    .content(input.artifact.ref, { source: catalogContentStore(db, agentId), known: kept })
+    .catch((error: unknown) => {
+      // The caller named an artifact whose records are not one: its input is wrong.
+      if (!isStrataError(error, "INVALID_SNAPSHOT") && !isStrataError(error, "BLOB_CORRUPT")) throw error;
+      throw new StrataError("INVALID_INPUT", `The artifact ${input.artifact.ref.slice(0, 80)} cannot be a cache: ${error.message}`, {
+        hint: "Name the record a dir capture of the dependency directories stored.",
+      });
+    });
 
   return inTransaction(db, async (tx) => {
     const repository = await findOrCreateRepository(tx, input.repository);
@@ -172,15 +181,19 @@ export async function publishDependencyCache(
         data: { digests: lacking.slice(0, 100) },
       });
     }
-    const parent = content.base
+    const base = content.base
       ? await tx.dependencyCache.findFirst({
           where: { agentId, artifactKind: backend.kind, artifactRef: content.base, state: { not: "deleted" } },
           select: { id: true },
           orderBy: { createdAt: "desc" },
         })
       : null;
-    // The base was deleted between reading the records and now: its content would not be kept.
-    if (content.base && !parent) throw new RetryTransaction("the cache's base was reclaimed meanwhile");
+    // Locked, so the sweep cannot reclaim the base before this cache (which needs it) commits;
+    // a base reclaimed between reading the records and now is judged again.
+    const parent = base && (await dialectOf(tx).lockRow<{ state: string }>(tx, "dependency_caches", base.id, "state"));
+    if (content.base && (!parent || parent.state === "deleted")) {
+      throw new RetryTransaction("the cache's base was reclaimed meanwhile");
+    }
     const now = new Date();
     if (current) {
       await tx.dependencyCache.update({ where: { id: current.id }, data: { state: "superseded", supersededAt: now } });
@@ -192,7 +205,7 @@ export async function publishDependencyCache(
           paths: input.paths,
           artifactKind: backend.kind,
           artifactRef: input.artifact.ref,
-          parentId: parent?.id ?? null,
+          parentId: base?.id ?? null,
           sizeBytes: BigInt(input.artifact.sizeBytes),
         },
         select,

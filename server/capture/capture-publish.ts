@@ -464,9 +464,13 @@ async function captureCheckoutAndPublish(
 
   progress("publish");
   const manifest = prepared.result.manifest;
+  // The git backend's artifact: the full manifest, stored as a blob (backends/git-backend.ts).
+  const artifact = { kind: "git", ref: blob.digest };
   let published: PublishedSnapshot;
   if (target.kind === "checkpoint") {
-    published = await viaStore(port.appendCheckpoint({ key: target.key, observedHeadId, manifest: short, source }));
+    published = await viaStore(
+      port.appendCheckpoint({ key: target.key, observedHeadId, manifest: short, source, artifact }),
+    );
   } else {
     if (!evidence || manifest.head !== evidence.head || manifest.patches.length > 0) {
       throw new StrataError("EVIDENCE_INVALID", "The checkout changed between validation and capture.", {
@@ -482,6 +486,7 @@ async function captureCheckoutAndPublish(
         evidence,
         observedHeadId,
         source,
+        artifact,
       }),
     );
   }

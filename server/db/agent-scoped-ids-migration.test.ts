@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { pinSnapshot, releasePin } from "../content/pins.ts";
-import { createCapturingSnapshot, createOwner } from "../testing/content.ts";
+import { createOwner, insertReadySnapshot } from "../testing/content.ts";
 import { openCatalog } from "./client.ts";
 import { migrate, readMigrations } from "./migrate.ts";
 import { createEmptyDatabase, DATABASE_KINDS, type EmptyDatabase } from "../testing/databases.ts";
@@ -46,8 +46,7 @@ describe("the agent_scoped_ids migration", () => {
             row.released ? new Date() : null,
           );
         const snapshot = async (owner: typeof a, createdAt: Date, heads: string[]) => {
-          const id = await createCapturingSnapshot(db, owner);
-          await db.snapshot.update({ where: { id }, data: { state: "ready", createdAt } });
+          const id = await insertReadySnapshot(db, owner, { createdAt });
           await db.snapshotHead.createMany({ data: heads.map((layerUuid) => ({ snapshotId: id, layerUuid })) });
           return id;
         };

@@ -2,7 +2,7 @@
 // the schema of the migration before it, then the migration runs, on each kind of database.
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { createCapturingSnapshot, createOwner, storeBytes, type Owner } from "../testing/content.ts";
+import { insertReadySnapshot, createOwner, storeBytes, type Owner } from "../testing/content.ts";
 import { openCatalog, type Db } from "./client.ts";
 import { migrate, readMigrations } from "./migrate.ts";
 import { createEmptyDatabase, DATABASE_KINDS, type EmptyDatabase } from "../testing/databases.ts";
@@ -100,11 +100,7 @@ async function readySnapshot(
   owner: Owner,
   opts: { manifestDigest?: string; heads?: string[]; metadata: object },
 ): Promise<void> {
-  const id = await createCapturingSnapshot(db, owner);
-  await db.snapshot.update({
-    where: { id },
-    data: { state: "ready", manifestDigest: opts.manifestDigest ?? null, metadata: opts.metadata },
-  });
+  const id = await insertReadySnapshot(db, owner, { manifestDigest: opts.manifestDigest ?? null, metadata: opts.metadata });
   if (opts.heads)
     await db.snapshotHead.createMany({ data: opts.heads.map((layerUuid) => ({ snapshotId: id, layerUuid })) });
 }

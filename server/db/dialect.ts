@@ -76,7 +76,7 @@ export interface StatementRunner {
 }
 
 /** The tables whose rows a transaction locks one by one. */
-type LockableTable = "snapshots" | "lineages" | "restores";
+type LockableTable = "snapshots" | "lineages" | "restores" | "dependency_caches";
 
 function placeholders(p: (n: number) => string) {
   return (count: number, from = 1) => `(${Array.from({ length: count }, (_, i) => p(from + i)).join(", ")})`;

@@ -93,3 +93,10 @@ export const sourceSchema = z.strictObject({
   host: identifierText({ max: 300 }),
 });
 export type Source = z.infer<typeof sourceSchema>;
+
+/** The artifact a capture minted: the backend kind (server/backends) and its opaque reference. */
+export const artifactSchema = z.strictObject({
+  kind: z.string().trim().min(1).max(50),
+  ref: z.string().min(1).max(200),
+});
+export type Artifact = z.infer<typeof artifactSchema>;

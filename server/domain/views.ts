@@ -41,6 +41,8 @@ export const snapshotRefSchema = z.object({
   sequence: z.number().int().nullable(),
   predecessorId: z.string().nullable(),
   manifestDigest: z.string().nullable(),
+  /** The backend that minted the snapshot's artifact, and its reference (null: recorded before). */
+  artifact: z.object({ kind: z.string(), ref: z.string().nullable() }),
   manifest: manifestViewSchema,
   createdAt: z.date(),
   readyAt: z.date().nullable(),

@@ -8,6 +8,8 @@ import type { Prisma } from "../db/generated/postgres/client.ts";
 import { FINAL_STATES } from "../domain/jobs.ts";
 import { collectGarbage } from "../gc/collect-garbage.ts";
 import { sweepSnapshots } from "../lineage/sweeper.ts";
+import { sweepDependencyCaches } from "../caches/sweep-dependency-caches.ts";
+import { DEFAULT_SWEEP_SETTINGS } from "../domain/retention.ts";
 import type { JobQueue } from "./queue.ts";
 
 export interface MaintenanceSchedule {
@@ -76,12 +78,15 @@ export async function pruneFinishedJobs(
 export async function runSweepJob(db: Db): Promise<Prisma.InputJsonValue> {
   const now = await dialectOf(db).transactionNow(db);
   const result = await sweepSnapshots(db, { now });
+  const caches = await sweepDependencyCaches(db, { now, retentionMs: DEFAULT_SWEEP_SETTINGS.retentionMs });
   const prunedJobs = await pruneFinishedJobs(db, { now });
   return asJson({
     staleCheckpoints: result.staleCheckpointIds.length,
     staleLineages: result.staleLineageIds.length,
     movedToDeleting: result.movedToDeleting,
     keptForPins: result.keptForPins,
+    reclaimed: { deleted: result.reclaimed.deleted, failed: result.reclaimed.failed, shared: result.reclaimed.shared },
+    dependencyCaches: caches,
     prunedJobs,
   });
 }

@@ -8,10 +8,11 @@ import { baselineEvidenceSchema, failedEvidenceChecks } from "../domain/baseline
 import { StrataError } from "../domain/errors.ts";
 import { manifestDigest, manifestSchema } from "../domain/manifest.ts";
 import type { AgentScope } from "../domain/scope.ts";
-import { baselineKeySchema, entityIdSchema, objectIdSchema, sourceSchema } from "../domain/snapshot-keys.ts";
+import { artifactSchema, baselineKeySchema, entityIdSchema, objectIdSchema, sourceSchema } from "../domain/snapshot-keys.ts";
 import type { PublishBaselineResult, SnapshotRef } from "../domain/views.ts";
 import { findOrCreateRepository, findRepository } from "./repositories.ts";
 import {
+  checkArtifact,
   manifestColumns,
   snapshotMetadata,
   snapshotRefSelect,
@@ -47,6 +48,8 @@ export const publishBaselineInput = z.strictObject({
   /** The ready baseline of this key the publisher saw before capturing, or null for none. */
   observedHeadId: entityIdSchema.nullable(),
   source: sourceSchema.optional(),
+  /** The artifact the capture minted (its backend kind and reference), when the client says. */
+  artifact: artifactSchema.optional(),
 });
 export type PublishBaselineInput = z.input<typeof publishBaselineInput>;
 
@@ -67,6 +70,7 @@ export async function publishBaseline(
   }
   const agentId = opts.agent.agentId;
   const digest = manifestDigest(manifest);
+  checkArtifact(input.artifact, manifest);
 
   return inTransaction(db, async (tx) => {
     const now = opts.now ?? new Date();
@@ -101,7 +105,7 @@ export async function publishBaseline(
           canonicalRef: key.canonicalRef,
           canonicalCommit: commit,
           validation: { ...evidence, checkedAt: now.toISOString() },
-          ...manifestColumns(manifest, digest, input.source),
+          ...manifestColumns(manifest, digest, input.source, input.artifact),
           metadata: snapshotMetadata(manifest),
           createdAt: now,
           readyAt: now,

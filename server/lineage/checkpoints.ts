@@ -8,12 +8,12 @@ import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import { manifestDigest, manifestSchema } from "../domain/manifest.ts";
 import type { AgentScope } from "../domain/scope.ts";
-import { entityIdSchema, lineageKeySchema, sourceSchema } from "../domain/snapshot-keys.ts";
+import { artifactSchema, entityIdSchema, lineageKeySchema, sourceSchema } from "../domain/snapshot-keys.ts";
 import type { AppendCheckpointResult } from "../domain/views.ts";
 import { isHeldDegradedOriginal } from "./degraded-targets.ts";
 import { findOrCreateLineage, lockLineageRow } from "./lineages.ts";
 import { findOrCreateRepository } from "./repositories.ts";
-import { manifestColumns, observedHeadOf, snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
+import { checkArtifact, manifestColumns, observedHeadOf, snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
 import { clientFields } from "../domain/client-fields.ts";
 
 export const appendCheckpointInput = z.strictObject({
@@ -22,6 +22,8 @@ export const appendCheckpointInput = z.strictObject({
   observedHeadId: entityIdSchema.nullable(),
   manifest: manifestSchema,
   source: sourceSchema.optional(),
+  /** The artifact the capture minted (its backend kind and reference), when the client says. */
+  artifact: artifactSchema.optional(),
 });
 export type AppendCheckpointInput = z.input<typeof appendCheckpointInput>;
 
@@ -36,6 +38,7 @@ export async function appendCheckpoint(
   const { key, manifest, observedHeadId } = input;
   const agentId = opts.agent.agentId;
   const digest = manifestDigest(manifest);
+  checkArtifact(input.artifact, manifest);
 
   // The loser's row must outlive the refusal, so the transaction commits and the error is
   // thrown after it. (Inside a caller's transaction the caller decides what survives.)
@@ -83,7 +86,7 @@ export async function appendCheckpoint(
       baseImage: key.baseImage,
       workContextId: key.workContextId,
       lineageId: lineage.id,
-      ...manifestColumns(manifest, digest, input.source),
+      ...manifestColumns(manifest, digest, input.source, input.artifact),
       createdAt: now,
     } satisfies Partial<Prisma.SnapshotUncheckedCreateInput>;
 

@@ -7,7 +7,8 @@ import type { Prisma } from "../db/generated/postgres/client.ts";
 import { StrataError } from "../domain/errors.ts";
 import { normalizeBlobDigests, type Manifest } from "../domain/manifest.ts";
 import type { AgentScope } from "../domain/scope.ts";
-import { entityIdSchema } from "../domain/snapshot-keys.ts";
+import { entityIdSchema, type Artifact } from "../domain/snapshot-keys.ts";
+import { backendFor } from "../backends/registry.ts";
 import { snapshotClassSchema, snapshotStateSchema, type SnapshotDetail, type SnapshotRef } from "../domain/views.ts";
 import { clientFields } from "../domain/client-fields.ts";
 
@@ -25,6 +26,8 @@ export const snapshotRefSelect = {
   sequence: true,
   predecessorId: true,
   manifestDigest: true,
+  artifactKind: true,
+  artifactRef: true,
   treeId: true,
   headCommit: true,
   branch: true,
@@ -46,9 +49,15 @@ export interface SnapshotMetadata {
 }
 
 /** The columns a new snapshot takes from its manifest and the workspace it was captured in. */
-export function manifestColumns(manifest: Manifest, digest: string, source?: { workspace: string; host: string }) {
+export function manifestColumns(
+  manifest: Manifest,
+  digest: string,
+  source?: { workspace: string; host: string },
+  artifact?: Artifact,
+) {
   return {
     manifestDigest: digest,
+    ...(artifact ? { artifactKind: artifact.kind, artifactRef: artifact.ref } : {}),
     headCommit: manifest.head,
     treeId: manifest.treeId,
     branch: manifest.branch,
@@ -56,6 +65,24 @@ export function manifestColumns(manifest: Manifest, digest: string, source?: { w
     sourceWorkspace: source?.workspace ?? null,
     sourceHost: source?.host ?? null,
   };
+}
+
+/**
+ * Checks a capture's artifact before it is recorded: a kind this server has (UNKNOWN_BACKEND
+ * otherwise) whose snapshots the catalog restores, and a reference among the content the
+ * snapshot keeps (INVALID_INPUT otherwise).
+ */
+export function checkArtifact(artifact: Artifact | undefined, manifest: Manifest): void {
+  if (!artifact) return;
+  const backend = backendFor(artifact.kind);
+  // Snapshots restore through the git backend in this release; `dir` artifacts are dependency
+  // caches (server/caches/).
+  if (backend.kind !== "git" || !manifest.blobDigests.includes(artifact.ref)) {
+    throw new StrataError("INVALID_INPUT", `The ${artifact.kind} artifact ${artifact.ref.slice(0, 80)} is not this snapshot's.`, {
+      hint: "Name the artifact the capture stored: its reference must be among the manifest's blobs.",
+      data: { kind: artifact.kind },
+    });
+  }
 }
 
 export function snapshotMetadata(manifest: Manifest, extra: Omit<SnapshotMetadata, "manifest"> = {}) {
@@ -82,6 +109,7 @@ export function toSnapshotRef(row: SnapshotRefRow): SnapshotRef {
     sequence: row.sequence,
     predecessorId: row.predecessorId,
     manifestDigest: row.manifestDigest,
+    artifact: { kind: row.artifactKind, ref: row.artifactRef },
     manifest: {
       treeId: row.treeId,
       head: row.headCommit,

@@ -1,6 +1,7 @@
 // The lineage sweeper. It retires checkpoint heads that were neither captured nor restored
 // within the staleness window (and their lineages), and hands superseded, retired and failed
-// snapshots past the retention window to garbage collection by moving them to `deleting`.
+// snapshots past the retention window to garbage collection by moving them to `deleting`; the
+// artifacts of deleted snapshots are then deleted through the backend that minted them.
 // The clock and the windows are passed in, so tests (and operators) control them.
 //
 // A fork (fork-checkpoint.ts) counts as a use of the checkpoint it was forked from: while an
@@ -19,6 +20,7 @@ import {
 } from "../domain/retention.ts";
 import { recordAuditEvent } from "../audit/record-audit-event.ts";
 import { lockLineageRow } from "./lineages.ts";
+import { reclaimArtifacts, type ReclaimResult } from "./reclaim-artifacts.ts";
 
 export interface SweepOptions {
   now: Date;
@@ -36,6 +38,8 @@ export interface SweepResult {
   movedToDeleting: Record<keyof typeof RETENTION_CLOCKS, number>;
   /** Past retention, but an active pin still protects them; the next sweep looks again. */
   keptForPins: number;
+  /** Artifacts of deleted snapshots deleted through the backend that minted them. */
+  reclaimed: ReclaimResult;
 }
 
 /** No active fork made at or after `since` still waits to start from the snapshot. */
@@ -64,6 +68,7 @@ export async function sweepSnapshots(db: Db, opts: SweepOptions): Promise<SweepR
     staleLineageIds: [],
     movedToDeleting: { superseded: 0, retired: 0, failed: 0 },
     keptForPins: 0,
+    reclaimed: { deleted: 0, failed: [], shared: 0 },
   };
 
   const stale = staleCutoff(now, settings);
@@ -127,6 +132,7 @@ export async function sweepSnapshots(db: Db, opts: SweepOptions): Promise<SweepR
       after = ids.at(-1);
     }
   }
+  result.reclaimed = await reclaimArtifacts(db, { now, batchSize });
   return result;
 }
 

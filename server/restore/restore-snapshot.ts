@@ -19,6 +19,7 @@ import { getSnapshot } from "../lineage/snapshots.ts";
 import { acquireWorkspace, type AcquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
 import { reportRestore, type ReportRestoreInput } from "./report-restore.ts";
 import { restoreDependencies, type CacheRestoreResult } from "../caches/cache-dependencies.ts";
+import { backendFor } from "../backends/registry.ts";
 import { localDependencyPort, type DependencyCachePort } from "../caches/dependency-port.ts";
 
 /** What restoring needs from a catalog, acting as one agent. */
@@ -121,7 +122,7 @@ export async function loadCaptureManifest(
   snapshot: SnapshotRef,
   signal?: AbortSignal,
 ): Promise<{ digest: string; manifest: unknown }> {
-  const queue = [snapshot.manifestDigest, ...snapshot.manifest.blobDigests].filter(
+  const queue = [snapshot.artifact.ref, snapshot.manifestDigest, ...snapshot.manifest.blobDigests].filter(
     (d): d is string => typeof d === "string" && /^[0-9a-f]{64}$/.test(d),
   );
   const seen = new Set<string>();
@@ -213,6 +214,14 @@ export async function restoreSnapshot(port: RestorePort, opts: RestoreSnapshotOp
     });
   }
   try {
+    // The backend that minted the artifact restores it: UNKNOWN_BACKEND for a kind this host
+    // does not have (never another backend in its place).
+    if (backendFor(snapshot.artifact.kind).kind !== "git") {
+      throw new StrataError("INVALID_SNAPSHOT", `Snapshot ${snapshot.id} is a ${snapshot.artifact.kind} artifact, not a checkout.`, {
+        hint: "Only git snapshots are restored as checkouts in this release.",
+        data: { field: "artifact.kind" },
+      });
+    }
     const { manifest } = await loadCaptureManifest(port, snapshot, opts.signal);
     const candidates = await earlierCommits(port, snapshot);
     const report = await restoreWorktree({ snapshotId: snapshot.id, manifest }, opts.into, {

@@ -3,6 +3,7 @@
 // Used by tests only (and by the child process the kill tests spawn).
 import { createHash, randomUUID } from "node:crypto";
 import type { Db } from "../db/client.ts";
+import { dialectOf } from "../db/dialect.ts";
 import { putBlob } from "../content/blobs.ts";
 import type { LayerDescriptor } from "../domain/content.ts";
 
@@ -17,6 +18,39 @@ export async function createOwner(db: Db, name = `agent-${randomUUID().slice(0, 
     data: { identity: `example.test/${name}/${randomUUID()}`, name: "app" },
   });
   return { agentId: agent.id, repositoryId: repository.id };
+}
+
+/**
+ * A ready baseline-class snapshot row written with SQL, for migration tests on a catalog of an
+ * earlier schema (the Prisma client writes every column the current schema has).
+ */
+export async function insertReadySnapshot(
+  db: Db,
+  owner: Owner,
+  opts: { createdAt?: Date; manifestDigest?: string | null; metadata?: object | null } = {},
+): Promise<string> {
+  const id = randomUUID();
+  const sql = dialectOf(db);
+  const params = [
+    id,
+    owner.agentId,
+    owner.repositoryId,
+    `refs/heads/t-${randomUUID()}`,
+    JSON.stringify({ test: true }),
+    opts.manifestDigest ?? null,
+    opts.metadata ? JSON.stringify(opts.metadata) : null,
+    opts.createdAt ?? new Date(),
+    opts.createdAt ?? new Date(),
+  ];
+  const json = (n: number) => (sql.kind === "postgres" ? `${sql.p(n)}::jsonb` : sql.p(n));
+  await db.$executeRawUnsafe(
+    `INSERT INTO snapshots (id, class, state, agent_id, repository_id, backend_kind, base_image, canonical_ref, ` +
+      `canonical_commit, validation, manifest_digest, metadata, created_at, ready_at) VALUES (${sql.p(1)}, 'baseline', ` +
+      `'ready', ${sql.p(2)}, ${sql.p(3)}, 'test', 'test-image', ${sql.p(4)}, '${"a".repeat(40)}', ${json(5)}, ` +
+      `${sql.p(6)}, ${json(7)}, ${sql.p(8)}, ${sql.p(9)})`,
+    ...params,
+  );
+  return id;
 }
 
 /** A baseline-class snapshot row in `capturing`, with a key of its own (no ready-head clash). */
@@ -39,6 +73,7 @@ export async function createCapturingSnapshot(
       canonicalCommit: "a".repeat(40),
       validation: { test: true },
     },
+    select: { id: true },
   });
   return row.id;
 }
