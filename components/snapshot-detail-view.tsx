@@ -195,6 +195,45 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
               </dl>
             </Section>
 
+            <Section title="Artifact" id="artifact">
+              <dl className="facts">
+                <Fact label="Minted by">
+                  <span className="mono">{s.artifact.kind}</span>
+                </Fact>
+                <Fact label="Reference">{s.artifact.ref ? <ShortId id={s.artifact.ref} /> : "recorded before artifacts"}</Fact>
+                <Fact label="Backend says">
+                  {s.artifact.deletedAt ? (
+                    <>
+                      deleted <When at={s.artifact.deletedAt} />
+                    </>
+                  ) : s.artifact.described ? (
+                    s.artifact.described.exists ? (
+                      s.artifact.described.summary
+                    ) : (
+                      "gone from the store"
+                    )
+                  ) : (
+                    ("problem" in s.artifact && s.artifact.problem) || "—"
+                  )}
+                </Fact>
+                {s.artifact.reclaimError ? (
+                  <Fact label="Reclaim">
+                    {s.artifact.reclaimAttempts} failed attempt(s), retried by the next sweep: {s.artifact.reclaimError}
+                  </Fact>
+                ) : null}
+                <Fact label="Dependency cache">
+                  {s.dependencyCache ? (
+                    <>
+                      {s.dependencyCache.paths.join(", ")} ({formatBytes(s.dependencyCache.sizeBytes)}), added to restores of
+                      this envHash
+                    </>
+                  ) : (
+                    "none for this envHash: a restored task installs its dependencies"
+                  )}
+                </Fact>
+              </dl>
+            </Section>
+
             <Section title="State history" id="history">
               <ol className="timeline">
                 {s.history.map((e) => (

@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { captureAndPublish, localCatalog } from "../capture/capture-publish.ts";
+import { snapshotDetail } from "../dashboard/snapshot-detail.ts";
 import { acquireAndRestore, localRestorePort } from "../restore/restore-snapshot.ts";
 import { treeImage } from "../testing/backends.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
@@ -58,6 +59,12 @@ describeEachDatabase("warm start from a baseline's dependency cache", (catalog) 
     expect(published.dependencies).toMatchObject({ outcome: "published", paths: ["node_modules"] });
     if (published.dependencies?.outcome !== "published") return;
     expect(published.dependencies.omitted).toEqual([{ path: "node_modules/left/.env", reason: "secret (.env*)" }]);
+
+    // The dashboard shows what the backend says of the artifact, and the cache a restore adds.
+    const detail = await snapshotDetail(db, { snapshotId: published.snapshotId });
+    expect(detail.artifact).toMatchObject({ kind: "git", ref: published.manifestBlobDigest, deletedAt: null });
+    expect(detail.artifact.described).toMatchObject({ exists: true, summary: expect.stringMatching(/^git checkout at [0-9a-f]{12} on main, clean/) });
+    expect(detail.dependencyCache).toMatchObject({ paths: ["node_modules"], artifactKind: "dir", artifactRef: published.dependencies.ref });
 
     const stateDir = temporaryDirectory("strata-state-");
     const into = join(temporaryDirectory(), "task");

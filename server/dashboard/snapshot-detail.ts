@@ -4,10 +4,12 @@
 // lineage. Staff only, any agent's.
 import { z } from "zod";
 import type { Db } from "../db/client.ts";
+import { catalogContentStore } from "../backends/content-store.ts";
+import { backendFor } from "../backends/registry.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { captureManifestSchema, type CaptureManifest } from "../domain/capture-manifest.ts";
 import { isBlobDigest } from "../domain/content.ts";
-import { StrataError } from "../domain/errors.ts";
+import { isStrataError, StrataError } from "../domain/errors.ts";
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { readBlob, statBlob } from "../content/blobs.ts";
 import { dbNow } from "../db/sql.ts";
@@ -61,6 +63,11 @@ const detailSelect = {
   deletingAt: true,
   deletedAt: true,
   lastRestoredAt: true,
+  artifactKind: true,
+  artifactRef: true,
+  artifactDeletedAt: true,
+  reclaimAttempts: true,
+  reclaimError: true,
   repository: { select: { id: true, name: true, identity: true } },
   agent: { select: { id: true, name: true } },
   lineage: {
@@ -256,6 +263,42 @@ async function layerForest(db: Db, snapshotId: string): Promise<{ layers: Forest
   };
 }
 
+/**
+ * The snapshot's artifact as the backend that minted it describes it; `described: null` when the
+ * kind is one this server does not have or the artifact cannot be read (the row still names it).
+ */
+async function describeArtifact(
+  db: Db,
+  row: { artifactKind: string; artifactRef: string | null; artifactDeletedAt: Date | null; reclaimAttempts: number; reclaimError: string | null; agent: { id: string } },
+) {
+  const base = {
+    kind: row.artifactKind,
+    ref: row.artifactRef,
+    deletedAt: row.artifactDeletedAt,
+    reclaimAttempts: row.reclaimAttempts,
+    reclaimError: row.reclaimError,
+  };
+  if (!row.artifactRef || row.artifactDeletedAt) return { ...base, described: null };
+  try {
+    const described = await backendFor(row.artifactKind).describe(row.artifactRef, {
+      source: catalogContentStore(db, row.agent.id),
+    });
+    return { ...base, described: { exists: described.exists, summary: described.summary, sizeBytes: described.sizeBytes } };
+  } catch (error) {
+    if (isStrataError(error)) return { ...base, described: null, problem: `${error.code}: ${error.message}` };
+    throw error;
+  }
+}
+
+/** The agent's ready dependency cache for the snapshot's envHash (what a restore would add). */
+async function readyDependencyCache(db: Db, row: { agent: { id: string }; repository: { id: string } }, envHash: string) {
+  const cache = await db.dependencyCache.findFirst({
+    where: { agentId: row.agent.id, repositoryId: row.repository.id, envHash, state: "ready" },
+    select: { id: true, paths: true, artifactKind: true, artifactRef: true, sizeBytes: true, createdAt: true },
+  });
+  return cache && { ...cache, sizeBytes: Number(cache.sizeBytes), paths: Array.isArray(cache.paths) ? cache.paths.map(String) : [] };
+}
+
 export async function snapshotDetail(db: Db, input: SnapshotDetailInput) {
   const { snapshotId } = snapshotDetailInput.parse(input);
   const row = await db.snapshot.findUnique({ where: { id: snapshotId }, select: detailSelect });
@@ -290,9 +333,15 @@ export async function snapshotDetail(db: Db, input: SnapshotDetailInput) {
   ]);
   const manifestLayers = forest.layers.filter((l) => l.isHead && l.kind === "manifest").map((l) => l.digest);
   const manifest = await manifestOf(db, row, manifestLayers);
+  const [artifact, dependencyCache] = await Promise.all([
+    describeArtifact(db, row),
+    manifest.full?.envHash ? readyDependencyCache(db, row, manifest.full.envHash) : null,
+  ]);
   const { metadata: _metadata, lineage, forks, ...rest } = row;
   return {
     ...rest,
+    artifact,
+    dependencyCache,
     sizeBytes: Number(row.sizeBytes),
     lineage: lineage
       ? {
