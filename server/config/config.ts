@@ -12,6 +12,67 @@ const databaseUrl = z
     message: "must start with file: (SQLite) or postgresql:// (PostgreSQL)",
   });
 
+/** Provider capabilities as STRATA_PROVIDERS names them (server/backends/providers.ts applies them). */
+const PROVIDER_CAPABILITIES = {
+  snapshots: { snapshots: true },
+  "no-snapshots": { snapshots: false },
+  "idle-persistent": { idlePersistentHolds: true },
+  "no-idle-persistent": { idlePersistentHolds: false },
+} as const;
+type ProviderCapabilityName = keyof typeof PROVIDER_CAPABILITIES;
+
+/** What STRATA_PROVIDERS set for each provider label it names. */
+type ProviderSettings = Record<string, { snapshots?: boolean; idlePersistentHolds?: boolean }>;
+
+/**
+ * STRATA_PROVIDERS: `label:capability[,capability…]` entries separated by `;`, for example
+ * `fly:idle-persistent,no-snapshots;modal:snapshots`. A label is a lineage key's backendKind;
+ * capabilities are snapshots, no-snapshots, idle-persistent and no-idle-persistent. A label not
+ * named keeps the defaults (snapshots, no idle persistence). Every problem is reported at once.
+ */
+const providersSchema = z.string().transform((text, ctx) => {
+  const settings: ProviderSettings = {};
+  const problems: string[] = [];
+  for (const entry of text.split(";").map((e) => e.trim())) {
+    if (entry === "") continue;
+    const colon = entry.indexOf(":");
+    const label = (colon < 0 ? entry : entry.slice(0, colon)).trim();
+    if (colon < 0) {
+      problems.push(`"${label}" needs its capabilities after a colon (label:capability,…)`);
+      continue;
+    }
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(label)) {
+      problems.push(`"${label}" is not a provider label (letters, digits, '.', '_' and '-')`);
+      continue;
+    }
+    if (Object.hasOwn(settings, label)) {
+      problems.push(`${label} is named twice`);
+      continue;
+    }
+    const names = entry
+      .slice(colon + 1)
+      .split(",")
+      .map((c) => c.trim());
+    const caps: ProviderSettings[string] = {};
+    for (const name of names) {
+      if (!Object.hasOwn(PROVIDER_CAPABILITIES, name)) {
+        problems.push(`${label}: "${name}" is not a capability (${Object.keys(PROVIDER_CAPABILITIES).join(", ")})`);
+        continue;
+      }
+      const cap = PROVIDER_CAPABILITIES[name as ProviderCapabilityName];
+      const [field, value] = Object.entries(cap)[0] as [keyof typeof caps, boolean];
+      if (caps[field] !== undefined) {
+        problems.push(`${label}: ${field === "snapshots" ? "snapshots" : "idle-persistent"} is set twice`);
+        continue;
+      }
+      caps[field] = value;
+    }
+    settings[label] = caps;
+  }
+  for (const message of problems) ctx.addIssue({ code: "custom", message });
+  return problems.length > 0 ? z.NEVER : settings;
+});
+
 const envSchema = z.object({
   STRATA_DATA_DIR: z.string().trim().min(1).default("./.strata"),
   DATABASE_URL: databaseUrl.optional(),
@@ -38,6 +99,8 @@ const envSchema = z.object({
   STRATA_GC_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(3600),
   /// A job whose worker stops renewing its claim for this long is handed to another worker.
   STRATA_JOB_LEASE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /// Workspace providers' capabilities by label (snapshots, idle-persistent live holds).
+  STRATA_PROVIDERS: providersSchema.optional(),
 });
 
 export interface Config {
@@ -53,6 +116,8 @@ export interface Config {
   sweepIntervalSeconds: number;
   gcIntervalSeconds: number;
   jobLeaseSeconds: number;
+  /** Capabilities STRATA_PROVIDERS set, by provider label (the rest keep the defaults). */
+  providers: ProviderSettings;
 }
 
 export class ConfigError extends Error {
@@ -97,6 +162,7 @@ export function loadConfig(env: Environment = process.env): Config {
     sweepIntervalSeconds: v.STRATA_SWEEP_INTERVAL_SECONDS,
     gcIntervalSeconds: v.STRATA_GC_INTERVAL_SECONDS,
     jobLeaseSeconds: v.STRATA_JOB_LEASE_SECONDS,
+    providers: v.STRATA_PROVIDERS ?? {},
     publicUrl: (v.STRATA_PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/$/, ""),
   };
 }
