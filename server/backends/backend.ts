@@ -95,6 +95,11 @@ interface ArtifactDescription {
   summary: string;
 }
 
+/** The description of an artifact the backend no longer has. */
+export function goneArtifact(kind: string, ref: string): ArtifactDescription {
+  return { kind, ref, exists: false, sizeBytes: null, files: null, capturedAt: null, summary: "deleted" };
+}
+
 export interface SnapshotBackend {
   readonly kind: string;
   readonly capabilities: BackendCapabilities;

@@ -11,6 +11,7 @@ import {
   revokeBlobGrant,
   statGrantedBlob,
 } from "../content/blobs.ts";
+import { isStrataError } from "../domain/errors.ts";
 import { blobMissing, memoryBlobSource, type BlobSource } from "../git/restore-blobs.ts";
 
 export interface ContentStore extends BlobSource {
@@ -78,4 +79,19 @@ export async function readWhole(source: BlobSource, digest: string, signal?: Abo
   const parts: Uint8Array[] = [];
   for await (const piece of await source.open(digest, signal)) parts.push(piece);
   return Buffer.concat(parts);
+}
+
+/** A store-backed artifact's delete: this agent gives up its hold on the artifact's record. */
+export async function removeRecord(ref: string, ctx: { store: Pick<ContentStore, "remove"> }): Promise<{ deleted: boolean }> {
+  return { deleted: await ctx.store.remove(ref) };
+}
+
+/** Reads an artifact's record for `describe`: null when the store no longer has it. */
+export async function recordOrGone<T>(read: () => Promise<T>): Promise<T | null> {
+  try {
+    return await read();
+  } catch (error) {
+    if (isStrataError(error, "BLOB_MISSING")) return null;
+    throw error;
+  }
 }

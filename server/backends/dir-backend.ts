@@ -1,9 +1,8 @@
 // The `dir` backend: a whole directory, ignored dependency and build caches included, git
 // repository or not (backends/dir).
-import { isStrataError } from "../domain/errors.ts";
 import { parseDirManifest } from "../domain/dir-manifest.ts";
-import type { SnapshotBackend } from "./backend.ts";
-import { readWhole } from "./content-store.ts";
+import { goneArtifact, type SnapshotBackend } from "./backend.ts";
+import { readWhole, recordOrGone, removeRecord } from "./content-store.ts";
 import { captureDir } from "./dir/dir-capture.ts";
 import { recordContent } from "./dir/dir-chain.ts";
 import { restoreDir } from "./dir/dir-restore.ts";
@@ -58,20 +57,11 @@ export const dirBackend: SnapshotBackend = {
     });
   },
 
-  async delete(ref, ctx) {
-    return { deleted: await ctx.store.remove(ref) };
-  },
+  delete: removeRecord,
 
   async describe(ref, ctx) {
-    let record;
-    try {
-      record = parseDirManifest(await readWhole(ctx.source, ref));
-    } catch (error) {
-      if (isStrataError(error, "BLOB_MISSING")) {
-        return { kind: "dir", ref, exists: false, sizeBytes: null, files: null, capturedAt: null, summary: "deleted" };
-      }
-      throw error;
-    }
+    const record = await recordOrGone(async () => parseDirManifest(await readWhole(ctx.source, ref)));
+    if (!record) return goneArtifact("dir", ref);
     const layered = record.parent ? `, ${record.entries.length} changed on ${record.depth} earlier` : "";
     const omitted = record.omitted.length > 0 ? `, ${record.omitted.length} left out` : "";
     return {

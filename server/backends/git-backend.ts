@@ -10,13 +10,13 @@ import {
   manifestContentBytes,
   type CaptureManifest,
 } from "../domain/capture-manifest.ts";
-import { isStrataError, StrataError } from "../domain/errors.ts";
+import { StrataError } from "../domain/errors.ts";
 import { missingEntries } from "../domain/restore-result.ts";
 import { captureCheckout } from "../git/capture.ts";
 import { restoreWorktree } from "../git/restore.ts";
 import type { BlobSource } from "../git/restore-blobs.ts";
-import type { SnapshotBackend } from "./backend.ts";
-import { readWhole } from "./content-store.ts";
+import { goneArtifact, type SnapshotBackend } from "./backend.ts";
+import { readWhole, recordOrGone, removeRecord } from "./content-store.ts";
 import { unrestoredOn } from "./unrestored.ts";
 
 function sha256(bytes: Uint8Array): string {
@@ -118,20 +118,11 @@ export const gitBackend: SnapshotBackend = {
     });
   },
 
-  async delete(ref, ctx) {
-    return { deleted: await ctx.store.remove(ref) };
-  },
+  delete: removeRecord,
 
   async describe(ref, ctx) {
-    let manifest: CaptureManifest;
-    try {
-      manifest = captureManifestSchema.parse(await readManifest(ctx.source, ref));
-    } catch (error) {
-      if (isStrataError(error, "BLOB_MISSING")) {
-        return { kind: "git", ref, exists: false, sizeBytes: null, files: null, capturedAt: null, summary: "deleted" };
-      }
-      throw error;
-    }
+    const manifest = await recordOrGone(async () => captureManifestSchema.parse(await readManifest(ctx.source, ref)));
+    if (!manifest) return goneArtifact("git", ref);
     const at = manifest.head ? manifest.head.slice(0, 12) : "no commit";
     const on = manifest.branch ? ` on ${manifest.branch}` : " (detached)";
     const changes = manifest.patches.length > 0 ? `, ${manifest.patches.length} change sets` : ", clean";
