@@ -207,15 +207,18 @@ async function publishedEarlier(
 interface RestoreMemo {
   restoreId: string;
   /** The result of the rung restored into the job directory, once it is complete there. */
-  staged?: { result: RestoreResult; hasTree: boolean };
+  staged?: { result: RestoreResult; hasTree: boolean; dependencies?: unknown };
 }
 
 function restoreMemo(memo: unknown, fallback: string): RestoreMemo {
-  const m = memo as { restoreId?: unknown; staged?: { result?: unknown; hasTree?: unknown } } | null;
+  const m = memo as { restoreId?: unknown; staged?: { result?: unknown; hasTree?: unknown; dependencies?: unknown } } | null;
   if (!m || typeof m.restoreId !== "string") return { restoreId: fallback };
   const parsed = m.staged ? restoreResultSchema.safeParse(m.staged.result) : null;
   return parsed?.success
-    ? { restoreId: m.restoreId, staged: { result: parsed.data, hasTree: m.staged?.hasTree === true } }
+    ? {
+        restoreId: m.restoreId,
+        staged: { result: parsed.data, hasTree: m.staged?.hasTree === true, dependencies: m.staged?.dependencies ?? null },
+      }
     : { restoreId: m.restoreId };
 }
 
@@ -273,7 +276,14 @@ async function runRestore(
   let memo = restoreMemo(job.memo, data.restoreId);
 
   const finish = (restoreId: string, outcome: string) =>
-    json({ restoreId, outcome, path: existsSync(into) ? into : null, steps });
+    json({
+      restoreId,
+      outcome,
+      path: existsSync(into) ? into : null,
+      steps,
+      // The dependency cache the restored checkout got (or why none): see docs/backends.md.
+      ...(memo.staged?.dependencies ? { dependencies: memo.staged.dependencies } : {}),
+    });
   const moveOn = async (nextId: string | null | undefined, restoreId: string, outcome: string) => {
     if (!nextId) return finish(restoreId, outcome);
     memo = { restoreId: nextId };
@@ -336,7 +346,10 @@ async function runRestore(
         if (done) return done;
         continue;
       }
-      memo = { restoreId: row.id, staged: { result: staged.result, hasTree: staged.path !== null } };
+      memo = {
+        restoreId: row.id,
+        staged: { result: staged.result, hasTree: staged.path !== null, dependencies: staged.dependencies },
+      };
       await ctx.remember(json(memo));
       checkpoint("restore:staged");
     }
