@@ -200,7 +200,9 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
                 <Fact label="Minted by">
                   <span className="mono">{s.artifact.kind}</span>
                 </Fact>
-                <Fact label="Reference">{s.artifact.ref ? <ShortId id={s.artifact.ref} /> : "recorded before artifacts"}</Fact>
+                <Fact label="Reference">
+                  {s.artifact.ref ? <ShortId id={s.artifact.ref} /> : "recorded before artifacts"}
+                </Fact>
                 <Fact label="Backend says">
                   {s.artifact.deletedAt ? (
                     <>
@@ -224,8 +226,8 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
                 <Fact label="Dependency cache">
                   {s.dependencyCache ? (
                     <>
-                      {s.dependencyCache.paths.join(", ")} ({formatBytes(s.dependencyCache.sizeBytes)}), added to restores of
-                      this envHash
+                      {s.dependencyCache.paths.join(", ")} ({formatBytes(s.dependencyCache.sizeBytes)}), added to
+                      restores of this envHash
                     </>
                   ) : (
                     "none for this envHash: a restored task installs its dependencies"

@@ -99,7 +99,12 @@ async function main(): Promise<void> {
         `the cache stored ${kib(deps.uploaded.bytes)} in ${deps.uploaded.blobs} blobs\n`,
     );
 
-    const acquire = { repository: key.repository, backendKind: key.backendKind, baseImage: key.baseImage, canonicalRef: "main" };
+    const acquire = {
+      repository: key.repository,
+      backendKind: key.backendKind,
+      baseImage: key.baseImage,
+      canonicalRef: "main",
+    };
     const start = (into: string, dependencies: boolean) =>
       acquireAndRestore(localRestorePort(catalog.db, scope), { acquire, into, host: "bench", stateDir, dependencies });
     const naive: number[] = [];
@@ -129,7 +134,9 @@ async function main(): Promise<void> {
       rmSync(b, { recursive: true, force: true });
     }
 
-    process.stdout.write(`adding ${ADDED.name}@${ADDED.version}, publishing the next baseline with its dependencies …\n`);
+    process.stdout.write(
+      `adding ${ADDED.name}@${ADDED.version}, publishing the next baseline with its dependencies …\n`,
+    );
     npm(upstream, ["install", "--prefer-offline", "--package-lock-only", `${ADDED.name}@${ADDED.version}`]);
     git(upstream, ["commit", "--quiet", "-am", `add ${ADDED.name}`]);
     git(upstream, ["push", "--quiet", "origin", "main"]);
@@ -159,7 +166,9 @@ async function main(): Promise<void> {
       ].join("\n"),
     );
     process.stdout.write(
-      wallRatio <= WALL_GOAL ? `goal met: wall ${wallRatio.toFixed(2)}x\n` : `goal MISSED: wall ${wallRatio.toFixed(2)}x > ${WALL_GOAL}x\n`,
+      wallRatio <= WALL_GOAL
+        ? `goal met: wall ${wallRatio.toFixed(2)}x\n`
+        : `goal MISSED: wall ${wallRatio.toFixed(2)}x > ${WALL_GOAL}x\n`,
     );
     process.stdout.write(
       bytesRatio <= BYTES_GOAL

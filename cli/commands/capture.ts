@@ -78,7 +78,10 @@ interface CaptureCliOptions {
 async function dependencyPaths(deps: string | boolean | undefined): Promise<string[] | null> {
   if (deps === undefined || deps === false) return null;
   if (deps === true) return (await import("../../server/caches/dependency-caches.ts")).DEFAULT_CACHE_PATHS;
-  const paths = deps.split(",").map((p) => p.trim()).filter(Boolean);
+  const paths = deps
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean);
   if (paths.length === 0) throw new CliError("--deps needs a comma-separated list of directories", EXIT.USAGE);
   return paths;
 }
@@ -203,11 +206,12 @@ async function captureLocally(
   agentName: string | undefined,
   run: (port: CatalogPort) => Promise<CapturePublishResult>,
 ): Promise<CapturePublishResult> {
-  const [{ loadClientConfig, loadConfig }, { openQuickCatalog }, { lazyDependencyPort, localCatalog }] = await Promise.all([
-    import("../../server/config/config.ts"),
-    import("../quick-catalog.ts"),
-    import("../../server/capture/capture-publish.ts"),
-  ]);
+  const [{ loadClientConfig, loadConfig }, { openQuickCatalog }, { lazyDependencyPort, localCatalog }] =
+    await Promise.all([
+      import("../../server/config/config.ts"),
+      import("../quick-catalog.ts"),
+      import("../../server/capture/capture-publish.ts"),
+    ]);
   const url = loadConfig().databaseUrl;
   const quick = await openQuickCatalog(url);
   const prisma: { opened?: Promise<CatalogHandle> } = {};
@@ -263,7 +267,10 @@ export function registerCapture(program: Command): void {
         throw new CliError("choose one: --context <id> (a checkpoint) or --baseline", EXIT.USAGE);
       }
       if (opts.deps !== undefined && !opts.baseline) {
-        throw new CliError("--deps caches the dependency directories of a baseline: use it with --baseline", EXIT.USAGE);
+        throw new CliError(
+          "--deps caches the dependency directories of a baseline: use it with --baseline",
+          EXIT.USAGE,
+        );
       }
       try {
         const [{ describeCheckout }, { captureAndPublish }, { serverTarget }] = await Promise.all([

@@ -230,8 +230,7 @@ function describeAcquire(done: AcquireAndRestoreResult, into: string): string {
       );
       const deps = describeDependencies(step.dependencies);
       if (deps) lines.push(`  ${deps}`);
-    }
-    else if (step.error) lines.push(`${what}: refused (${step.error.code}): ${step.error.message}`);
+    } else if (step.error) lines.push(`${what}: refused (${step.error.code}): ${step.error.message}`);
     else lines.push(`${what}: nothing to restore; clone the repository into ${into} and check out the canonical ref.`);
   }
   if (done.steps.at(-1)?.plan.mustInspectExternalState) {
@@ -307,7 +306,9 @@ export function registerRestore(program: Command): void {
       emit(
         json,
         { snapshotId: report.snapshot.id, path: report.path, result: report.result, dependencies: report.dependencies },
-        [describeResult(report.result, report.path), describeDependencies(report.dependencies)].filter(Boolean).join("\n"),
+        [describeResult(report.result, report.path), describeDependencies(report.dependencies)]
+          .filter(Boolean)
+          .join("\n"),
       );
       process.exitCode = exitForResult(report.result);
     });

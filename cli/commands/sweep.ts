@@ -29,10 +29,13 @@ export function registerSweep(program: Command): void {
         import("../../server/caches/sweep-dependency-caches.ts"),
       ]);
       const now = new Date();
-      const [result, caches] = await withCatalog(async (db) => [
-        await sweepSnapshots(db, { now, settings }),
-        await sweepDependencyCaches(db, { now, retentionMs: settings.retentionMs }),
-      ] as const);
+      const [result, caches] = await withCatalog(
+        async (db) =>
+          [
+            await sweepSnapshots(db, { now, settings }),
+            await sweepDependencyCaches(db, { now, retentionMs: settings.retentionMs }),
+          ] as const,
+      );
       const moved = result.movedToDeleting;
       const failed = [...result.reclaimed.failed, ...caches.failed];
       emit(
@@ -43,7 +46,9 @@ export function registerSweep(program: Command): void {
           `(${moved.superseded} superseded, ${moved.retired} retired, ${moved.failed} failed); ` +
           `${result.keptForPins} kept for active pins; deleted ${result.reclaimed.deleted} snapshot artifact(s) and ` +
           `${caches.deleted} dependency cache(s) through their backends` +
-          (failed.length > 0 ? `; ${failed.length} delete(s) failed and will be tried again (${failed[0]!.error})` : "") +
+          (failed.length > 0
+            ? `; ${failed.length} delete(s) failed and will be tried again (${failed[0]!.error})`
+            : "") +
           ".",
       );
     });

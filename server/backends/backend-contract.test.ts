@@ -179,4 +179,3 @@ describeEachDatabase("backend contract", (catalog) => {
     });
   }
 });
-

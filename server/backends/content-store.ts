@@ -50,7 +50,9 @@ export function catalogContentStore(db: Db, agentId: string): ContentStore {
 }
 
 /** A store in memory (tests, tools). `blobs` is shared with the caller, who may damage it. */
-export function memoryContentStore(blobs = new Map<string, Uint8Array>()): ContentStore & { blobs: Map<string, Uint8Array> } {
+export function memoryContentStore(
+  blobs = new Map<string, Uint8Array>(),
+): ContentStore & { blobs: Map<string, Uint8Array> } {
   return {
     ...memoryBlobSource(blobs),
     blobs,
@@ -82,7 +84,10 @@ export async function readWhole(source: BlobSource, digest: string, signal?: Abo
 }
 
 /** A store-backed artifact's delete: this agent gives up its hold on the artifact's record. */
-export async function removeRecord(ref: string, ctx: { store: Pick<ContentStore, "remove"> }): Promise<{ deleted: boolean }> {
+export async function removeRecord(
+  ref: string,
+  ctx: { store: Pick<ContentStore, "remove"> },
+): Promise<{ deleted: boolean }> {
   return { deleted: await ctx.store.remove(ref) };
 }
 

@@ -97,7 +97,10 @@ export const gitBackend: SnapshotBackend = {
       const { result } = report;
       if (result.status === "unrestored" || !report.path || !result.holds.tree) {
         const code = result.missing.cause ?? "INVALID_SNAPSHOT";
-        return { status: "unrestored", error: new StrataError(code, result.missing.causeMessage ?? "Nothing was restored.") };
+        return {
+          status: "unrestored",
+          error: new StrataError(code, result.missing.causeMessage ?? "Nothing was restored."),
+        };
       }
       if (result.status === "restored") {
         return { status: "restored", path: report.path, verified: result.holds.tree, detail: result };

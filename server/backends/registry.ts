@@ -12,10 +12,14 @@ export const BACKEND_KINDS = [...BACKENDS.keys()];
 export function backendFor(kind: string): SnapshotBackend {
   const backend = BACKENDS.get(kind);
   if (!backend) {
-    throw new StrataError("UNKNOWN_BACKEND", `No backend of kind ${JSON.stringify(kind.slice(0, 100))} is known here.`, {
-      hint: `The kinds this server knows are ${BACKEND_KINDS.join(", ")}.`,
-      data: { kind: kind.slice(0, 100), known: BACKEND_KINDS },
-    });
+    throw new StrataError(
+      "UNKNOWN_BACKEND",
+      `No backend of kind ${JSON.stringify(kind.slice(0, 100))} is known here.`,
+      {
+        hint: `The kinds this server knows are ${BACKEND_KINDS.join(", ")}.`,
+        data: { kind: kind.slice(0, 100), known: BACKEND_KINDS },
+      },
+    );
   }
   return backend;
 }

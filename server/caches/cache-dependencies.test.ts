@@ -11,7 +11,16 @@ import { acquireAndRestore, localRestorePort } from "../restore/restore-snapshot
 import { treeImage } from "../testing/backends.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { makeAgent, uniqueName } from "../testing/lineage.ts";
-import { addOrigin, commitAll, git, initRepository, removeTemporaryDirectories, symlink, temporaryDirectory, write } from "../testing/repos.ts";
+import {
+  addOrigin,
+  commitAll,
+  git,
+  initRepository,
+  removeTemporaryDirectories,
+  symlink,
+  temporaryDirectory,
+  write,
+} from "../testing/repos.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -63,12 +72,24 @@ describeEachDatabase("warm start from a baseline's dependency cache", (catalog) 
     // The dashboard shows what the backend says of the artifact, and the cache a restore adds.
     const detail = await snapshotDetail(db, { snapshotId: published.snapshotId });
     expect(detail.artifact).toMatchObject({ kind: "git", ref: published.manifestBlobDigest, deletedAt: null });
-    expect(detail.artifact.described).toMatchObject({ exists: true, summary: expect.stringMatching(/^git checkout at [0-9a-f]{12} on main, clean/) });
-    expect(detail.dependencyCache).toMatchObject({ paths: ["node_modules"], artifactKind: "dir", artifactRef: published.dependencies.ref });
+    expect(detail.artifact.described).toMatchObject({
+      exists: true,
+      summary: expect.stringMatching(/^git checkout at [0-9a-f]{12} on main, clean/),
+    });
+    expect(detail.dependencyCache).toMatchObject({
+      paths: ["node_modules"],
+      artifactKind: "dir",
+      artifactRef: published.dependencies.ref,
+    });
 
     const stateDir = temporaryDirectory("strata-state-");
     const into = join(temporaryDirectory(), "task");
-    const acquire = { repository: key.repository, backendKind: key.backendKind, baseImage: key.baseImage, canonicalRef: "main" };
+    const acquire = {
+      repository: key.repository,
+      backendKind: key.backendKind,
+      baseImage: key.baseImage,
+      canonicalRef: "main",
+    };
     const task = await acquireAndRestore(localRestorePort(db, scope), { acquire, into, host: "test-host", stateDir });
     expect(task.steps.map((s) => s.plan.rung)).toEqual(["baseline"]);
     expect(task.steps[0]!.dependencies).toMatchObject({ status: "restored", paths: ["node_modules"], missing: [] });
@@ -85,8 +106,16 @@ describeEachDatabase("warm start from a baseline's dependency cache", (catalog) 
     const second = await captureAndPublish(localCatalog(db, scope), { dir: clone, target: { kind: "baseline", key } });
     expect(second.outcome).toBe("published");
     const cold = join(temporaryDirectory(), "task");
-    const next = await acquireAndRestore(localRestorePort(db, scope), { acquire, into: cold, host: "test-host", stateDir });
-    expect(next.steps.at(-1)!.dependencies).toMatchObject({ status: "none", reason: "no dependency cache for this envHash" });
+    const next = await acquireAndRestore(localRestorePort(db, scope), {
+      acquire,
+      into: cold,
+      host: "test-host",
+      stateDir,
+    });
+    expect(next.steps.at(-1)!.dependencies).toMatchObject({
+      status: "none",
+      reason: "no dependency cache for this envHash",
+    });
     expect(existsSync(join(cold, "node_modules"))).toBe(false);
 
     // Installing the new lockfile and publishing again caches it, storing only what changed.
@@ -101,7 +130,12 @@ describeEachDatabase("warm start from a baseline's dependency cache", (catalog) 
     // left/package.json, left/index.js, .package-lock.json and the record.
     expect(third.dependencies.uploaded.blobs).toBe(4);
     const warm = join(temporaryDirectory(), "task");
-    const again = await acquireAndRestore(localRestorePort(db, scope), { acquire, into: warm, host: "test-host", stateDir });
+    const again = await acquireAndRestore(localRestorePort(db, scope), {
+      acquire,
+      into: warm,
+      host: "test-host",
+      stateDir,
+    });
     expect(again.steps.at(-1)!.dependencies).toMatchObject({ status: "restored" });
     expect(readFileSync(join(warm, "node_modules/left/index.js"), "utf8")).toBe('module.exports = "left 2.0.0";\n');
   });

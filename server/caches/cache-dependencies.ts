@@ -9,7 +9,14 @@ import { isStrataError } from "../domain/errors.ts";
 import type { DependencyCachePort } from "./dependency-port.ts";
 
 export type CacheCaptureResult =
-  | { outcome: "published" | "unchanged"; envHash: string; ref: string; paths: string[]; uploaded: { blobs: number; bytes: number }; omitted: { path: string; reason: string }[] }
+  | {
+      outcome: "published" | "unchanged";
+      envHash: string;
+      ref: string;
+      paths: string[];
+      uploaded: { blobs: number; bytes: number };
+      omitted: { path: string; reason: string }[];
+    }
   | { outcome: "skipped"; reason: string };
 
 /**
@@ -18,12 +25,21 @@ export type CacheCaptureResult =
  */
 export async function captureDependencies(
   port: DependencyCachePort,
-  opts: { root: string; repository: { identity: string }; envHash: string | null; paths: readonly string[]; cacheDir?: string; signal?: AbortSignal },
+  opts: {
+    root: string;
+    repository: { identity: string };
+    envHash: string | null;
+    paths: readonly string[];
+    cacheDir?: string;
+    signal?: AbortSignal;
+  },
 ): Promise<CacheCaptureResult> {
-  if (!opts.envHash) return { outcome: "skipped", reason: "the checkout has no lockfile or toolchain file (no envHash)" };
+  if (!opts.envHash)
+    return { outcome: "skipped", reason: "the checkout has no lockfile or toolchain file (no envHash)" };
   const present: string[] = [];
   for (const path of opts.paths) if (await lstat(join(opts.root, path)).catch(() => null)) present.push(path);
-  if (present.length === 0) return { outcome: "skipped", reason: `none of ${opts.paths.join(", ")} is in the checkout` };
+  if (present.length === 0)
+    return { outcome: "skipped", reason: `none of ${opts.paths.join(", ")} is in the checkout` };
   const backend = backendFor("dir");
   const { exact, latest } = await port.find({ repository: opts.repository, envHash: opts.envHash });
   const base = exact ?? latest;

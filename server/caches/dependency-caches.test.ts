@@ -54,7 +54,13 @@ describeEachDatabase("dependency caches", (catalog) => {
   const capture = (previous: string | null = null) =>
     dirBackend.capture(source, { store, cacheDir, include: ["node_modules"], previous });
   const publish = (envHash: string, ref: string, paths = ["node_modules"]) =>
-    publishDependencyCache(catalog().db, { agent, repository, envHash, paths, artifact: { kind: "dir", ref, sizeBytes: 1 } });
+    publishDependencyCache(catalog().db, {
+      agent,
+      repository,
+      envHash,
+      paths,
+      artifact: { kind: "dir", ref, sizeBytes: 1 },
+    });
 
   it("publishes a cache by envHash, finds it, and layers the next one on the repository's latest", async () => {
     const db = catalog().db;
@@ -82,7 +88,10 @@ describeEachDatabase("dependency caches", (catalog) => {
     write(source, "node_modules/pkg-4/index.js", "module.exports = 'four';\n");
     const third = await capture(second.ref);
     await publish(envB, third.ref);
-    const states = await db.dependencyCache.findMany({ where: { envHash: envB, agentId: agent.agentId }, select: { state: true } });
+    const states = await db.dependencyCache.findMany({
+      where: { envHash: envB, agentId: agent.agentId },
+      select: { state: true },
+    });
     expect(states.map((s) => s.state).sort()).toEqual(["ready", "superseded"]);
   });
 
@@ -96,7 +105,13 @@ describeEachDatabase("dependency caches", (catalog) => {
     expect(await failure(attempt({ kind: "git", ref, sizeBytes: 1 }))).toBe("INVALID_INPUT");
     expect(
       await failure(
-        publishDependencyCache(db, { agent, repository, envHash: envA, paths: ["../outside"], artifact: { kind: "dir", ref, sizeBytes: 1 } }),
+        publishDependencyCache(db, {
+          agent,
+          repository,
+          envHash: envA,
+          paths: ["../outside"],
+          artifact: { kind: "dir", ref, sizeBytes: 1 },
+        }),
       ),
     ).toBe("INVALID_INPUT");
 
@@ -105,7 +120,13 @@ describeEachDatabase("dependency caches", (catalog) => {
     const otherAgent = { agentId: other.agentId } as AgentScope;
     expect(
       await failure(
-        publishDependencyCache(db, { agent: otherAgent, repository, envHash: envA, paths: ["node_modules"], artifact: { kind: "dir", ref, sizeBytes: 1 } }),
+        publishDependencyCache(db, {
+          agent: otherAgent,
+          repository,
+          envHash: envA,
+          paths: ["node_modules"],
+          artifact: { kind: "dir", ref, sizeBytes: 1 },
+        }),
       ),
     ).toBe("BLOB_MISSING");
     // …nor, with a record it holds, name content it does not hold.
@@ -114,17 +135,28 @@ describeEachDatabase("dependency caches", (catalog) => {
     const forgedDir = temporaryDirectory("strata-forged-");
     write(forgedDir, "node_modules/x.js", "x\n");
     const forged = await dirBackend.capture(forgedDir, { store: otherStore, cacheDir, include: ["node_modules"] });
-    const record = JSON.parse(Buffer.from((await (async () => {
-      const parts: Uint8Array[] = [];
-      for await (const p of await otherStore.open(forged.ref)) parts.push(p);
-      return Buffer.concat(parts);
-    })())).toString()) as { entries: { type: string; digest?: string; size?: number }[] };
-    for (const e of record.entries) if (e.type === "file") Object.assign(e, { digest: theirs.digest, size: theirs.sizeBytes });
+    const record = JSON.parse(
+      Buffer.from(
+        await (async () => {
+          const parts: Uint8Array[] = [];
+          for await (const p of await otherStore.open(forged.ref)) parts.push(p);
+          return Buffer.concat(parts);
+        })(),
+      ).toString(),
+    ) as { entries: { type: string; digest?: string; size?: number }[] };
+    for (const e of record.entries)
+      if (e.type === "file") Object.assign(e, { digest: theirs.digest, size: theirs.sizeBytes });
     const bytes = Buffer.from(JSON.stringify(record));
     await otherStore.put(sha256(bytes), bytes);
     expect(
       await failure(
-        publishDependencyCache(db, { agent: otherAgent, repository, envHash: envA, paths: ["node_modules"], artifact: { kind: "dir", ref: sha256(bytes), sizeBytes: 1 } }),
+        publishDependencyCache(db, {
+          agent: otherAgent,
+          repository,
+          envHash: envA,
+          paths: ["node_modules"],
+          artifact: { kind: "dir", ref: sha256(bytes), sizeBytes: 1 },
+        }),
       ),
     ).toBe("BLOB_MISSING");
     expect(await db.dependencyCache.count()).toBe(before);
@@ -153,12 +185,18 @@ describeEachDatabase("dependency caches", (catalog) => {
     await collectGarbage(db, { force: true, graceSeconds: 0 });
     const into = temporaryDirectory("strata-into-");
     write(into, "package.json", "{}\n");
-    const restored = await dirBackend.restore(ref, into, { source: store, stateDir: join(cacheDir, "state"), mode: "add" });
+    const restored = await dirBackend.restore(ref, into, {
+      source: store,
+      stateDir: join(cacheDir, "state"),
+      mode: "add",
+    });
     expect(restored.status).toBe("restored");
     expect(treeImage(join(into, "node_modules"))).toEqual(treeImage(join(source, "node_modules")));
 
     await db.dependencyCache.update({ where: { id: cache.id }, data: { state: "deleted", deletedAt: new Date() } });
-    const needed = (await db.dependencyCacheBlob.findMany({ where: { cacheId: cache.id }, select: { digest: true } })).map((b) => b.digest);
+    const needed = (
+      await db.dependencyCacheBlob.findMany({ where: { cacheId: cache.id }, select: { digest: true } })
+    ).map((b) => b.digest);
     await ageBlobs(db, 7 * 24 * 3600);
     await collectGarbage(db, { force: true, graceSeconds: 0 });
     const left = await db.blob.count({ where: { digest: { in: needed }, state: "stored" } });

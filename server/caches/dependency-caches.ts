@@ -118,7 +118,8 @@ export async function findDependencyCache(
   const { repository, snapshotId, envHash } = findDependencyCacheInput.parse(clientFields(input, "agent"));
   const agentId = input.agent.agentId;
   const repositoryId = snapshotId
-    ? (await db.snapshot.findFirst({ where: { id: snapshotId, agentId }, select: { repositoryId: true } }))?.repositoryId
+    ? (await db.snapshot.findFirst({ where: { id: snapshotId, agentId }, select: { repositoryId: true } }))
+        ?.repositoryId
     : undefined;
   if (snapshotId && !repositoryId) return { exact: null, latest: null };
   const where = {
@@ -156,9 +157,13 @@ export async function publishDependencyCache(
     .catch((error: unknown) => {
       // The caller named an artifact whose records are not one: its input is wrong.
       if (!isStrataError(error, "INVALID_SNAPSHOT") && !isStrataError(error, "BLOB_CORRUPT")) throw error;
-      throw new StrataError("INVALID_INPUT", `The artifact ${input.artifact.ref.slice(0, 80)} cannot be a cache: ${error.message}`, {
-        hint: "Name the record a dir capture of the dependency directories stored.",
-      });
+      throw new StrataError(
+        "INVALID_INPUT",
+        `The artifact ${input.artifact.ref.slice(0, 80)} cannot be a cache: ${error.message}`,
+        {
+          hint: "Name the record a dir capture of the dependency directories stored.",
+        },
+      );
     });
 
   return inTransaction(db, async (tx) => {
@@ -171,15 +176,22 @@ export async function publishDependencyCache(
     // Every blob must be the agent's own and stored; locked so collection cannot take it now.
     const granted = await grantedDigests(tx, agentId, content.digests);
     const lacking = content.digests.filter((d) => !granted.has(d));
-    for (const slice of slices(content.digests.filter((d) => granted.has(d)), 500)) {
+    for (const slice of slices(
+      content.digests.filter((d) => granted.has(d)),
+      500,
+    )) {
       const locked = new Set(await lockStoredDigests(tx, slice));
       lacking.push(...slice.filter((d) => !locked.has(d)));
     }
     if (lacking.length > 0) {
-      throw new StrataError("BLOB_MISSING", `The cache's artifact needs ${lacking.length} blob(s) that are not stored.`, {
-        hint: "Upload them (the capture does), then publish again. Nothing was recorded.",
-        data: { digests: lacking.slice(0, 100) },
-      });
+      throw new StrataError(
+        "BLOB_MISSING",
+        `The cache's artifact needs ${lacking.length} blob(s) that are not stored.`,
+        {
+          hint: "Upload them (the capture does), then publish again. Nothing was recorded.",
+          data: { digests: lacking.slice(0, 100) },
+        },
+      );
     }
     const base = content.base
       ? await tx.dependencyCache.findFirst({

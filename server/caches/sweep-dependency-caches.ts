@@ -39,7 +39,10 @@ export async function sweepDependencyCaches(
       await db.dependencyCache.update({ where: { id: row.id }, data: { reclaimError: null } });
       result.deleted += 1;
     } catch (error) {
-      const message = (isStrataError(error) ? `${error.code}: ${error.message}` : (error as Error).message).slice(0, 500);
+      const message = (isStrataError(error) ? `${error.code}: ${error.message}` : (error as Error).message).slice(
+        0,
+        500,
+      );
       await db.dependencyCache.update({
         where: { id: row.id },
         data: { reclaimAttempts: { increment: 1 }, reclaimError: message },

@@ -123,7 +123,9 @@ export function localCatalog(db: Db, agent: AgentScope): CatalogPort {
       const { publishSnapshot } = await import("../content/layers.ts");
       await publishSnapshot(db, { ...input, agentId: agent.agentId });
     },
-    dependencies: lazyDependencyPort(async () => (await import("../caches/dependency-port.ts")).localDependencyPort(db, agent)),
+    dependencies: lazyDependencyPort(async () =>
+      (await import("../caches/dependency-port.ts")).localDependencyPort(db, agent),
+    ),
   };
 }
 
@@ -341,7 +343,10 @@ export async function captureAndPublish(port: CatalogPort, opts: CapturePublishO
       repository: baselineKeySchema.parse(opts.target.key).repository,
       envHash: result.manifest.envHash,
       paths: opts.dependencies.paths,
-      cacheDir: join(privateIndexDirectory((opts.checkout ?? (await describeCheckout(opts.dir))).layout, opts.capture?.cacheDir), "dir"),
+      cacheDir: join(
+        privateIndexDirectory((opts.checkout ?? (await describeCheckout(opts.dir))).layout, opts.capture?.cacheDir),
+        "dir",
+      ),
       signal: opts.signal,
     }),
   );

@@ -395,7 +395,10 @@ export async function readSmallGrantedBlobs(
       where: { state: "stored", digest: { in: slice }, chunkCount: { lte: 1 } },
       select: { id: true, digest: true, sizeBytes: true, chunkCount: true },
     });
-    const chunks = await readFirstChunks(db, rows.filter((r) => r.chunkCount === 1).map((r) => r.id));
+    const chunks = await readFirstChunks(
+      db,
+      rows.filter((r) => r.chunkCount === 1).map((r) => r.id),
+    );
     for (const row of rows) {
       const bytes = row.chunkCount === 0 ? Buffer.alloc(0) : chunks.get(row.id);
       if (!bytes || bytes.length !== Number(row.sizeBytes)) continue;

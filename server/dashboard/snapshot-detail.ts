@@ -269,7 +269,14 @@ async function layerForest(db: Db, snapshotId: string): Promise<{ layers: Forest
  */
 async function describeArtifact(
   db: Db,
-  row: { artifactKind: string; artifactRef: string | null; artifactDeletedAt: Date | null; reclaimAttempts: number; reclaimError: string | null; agent: { id: string } },
+  row: {
+    artifactKind: string;
+    artifactRef: string | null;
+    artifactDeletedAt: Date | null;
+    reclaimAttempts: number;
+    reclaimError: string | null;
+    agent: { id: string };
+  },
 ) {
   const base = {
     kind: row.artifactKind,
@@ -283,7 +290,10 @@ async function describeArtifact(
     const described = await backendFor(row.artifactKind).describe(row.artifactRef, {
       source: catalogContentStore(db, row.agent.id),
     });
-    return { ...base, described: { exists: described.exists, summary: described.summary, sizeBytes: described.sizeBytes } };
+    return {
+      ...base,
+      described: { exists: described.exists, summary: described.summary, sizeBytes: described.sizeBytes },
+    };
   } catch (error) {
     if (isStrataError(error)) return { ...base, described: null, problem: `${error.code}: ${error.message}` };
     throw error;
@@ -291,12 +301,22 @@ async function describeArtifact(
 }
 
 /** The agent's ready dependency cache for the snapshot's envHash (what a restore would add). */
-async function readyDependencyCache(db: Db, row: { agent: { id: string }; repository: { id: string } }, envHash: string) {
+async function readyDependencyCache(
+  db: Db,
+  row: { agent: { id: string }; repository: { id: string } },
+  envHash: string,
+) {
   const cache = await db.dependencyCache.findFirst({
     where: { agentId: row.agent.id, repositoryId: row.repository.id, envHash, state: "ready" },
     select: { id: true, paths: true, artifactKind: true, artifactRef: true, sizeBytes: true, createdAt: true },
   });
-  return cache && { ...cache, sizeBytes: Number(cache.sizeBytes), paths: Array.isArray(cache.paths) ? cache.paths.map(String) : [] };
+  return (
+    cache && {
+      ...cache,
+      sizeBytes: Number(cache.sizeBytes),
+      paths: Array.isArray(cache.paths) ? cache.paths.map(String) : [],
+    }
+  );
 }
 
 export async function snapshotDetail(db: Db, input: SnapshotDetailInput) {

@@ -100,7 +100,10 @@ async function readySnapshot(
   owner: Owner,
   opts: { manifestDigest?: string; heads?: string[]; metadata: object },
 ): Promise<void> {
-  const id = await insertReadySnapshot(db, owner, { manifestDigest: opts.manifestDigest ?? null, metadata: opts.metadata });
+  const id = await insertReadySnapshot(db, owner, {
+    manifestDigest: opts.manifestDigest ?? null,
+    metadata: opts.metadata,
+  });
   if (opts.heads)
     await db.snapshotHead.createMany({ data: opts.heads.map((layerUuid) => ({ snapshotId: id, layerUuid })) });
 }

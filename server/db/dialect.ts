@@ -161,7 +161,8 @@ export function postgresDialect(pool: pg.Pool): Dialect {
     },
     chunkText: {
       select: `SELECT encode(data, 'base64') AS text FROM blob_chunks WHERE blob_id = $1 AND seq = $2`,
-      firstOf: (ids) => `SELECT blob_id, encode(data, 'base64') AS text FROM blob_chunks WHERE seq = 0 AND blob_id IN ${ids}`,
+      firstOf: (ids) =>
+        `SELECT blob_id, encode(data, 'base64') AS text FROM blob_chunks WHERE seq = 0 AND blob_id IN ${ids}`,
       decode: (text) => Buffer.from(text, "base64"),
     },
     listedBlobDigests: (digests) =>

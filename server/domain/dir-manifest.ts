@@ -107,7 +107,8 @@ export function applyDirManifest(state: DirState, manifest: DirManifest): DirSta
     }
     if (entry.type === "file" && entry.chunks) {
       const total = entry.chunks.reduce((sum, c) => sum + c.size, 0);
-      if (total !== entry.size) throw invalid(`the pieces of ${entry.path} do not add up to its size`, { path: entry.path });
+      if (total !== entry.size)
+        throw invalid(`the pieces of ${entry.path} do not add up to its size`, { path: entry.path });
     }
     state.set(entry.path, entry);
   }

@@ -211,13 +211,20 @@ interface RestoreMemo {
 }
 
 function restoreMemo(memo: unknown, fallback: string): RestoreMemo {
-  const m = memo as { restoreId?: unknown; staged?: { result?: unknown; hasTree?: unknown; dependencies?: unknown } } | null;
+  const m = memo as {
+    restoreId?: unknown;
+    staged?: { result?: unknown; hasTree?: unknown; dependencies?: unknown };
+  } | null;
   if (!m || typeof m.restoreId !== "string") return { restoreId: fallback };
   const parsed = m.staged ? restoreResultSchema.safeParse(m.staged.result) : null;
   return parsed?.success
     ? {
         restoreId: m.restoreId,
-        staged: { result: parsed.data, hasTree: m.staged?.hasTree === true, dependencies: m.staged?.dependencies ?? null },
+        staged: {
+          result: parsed.data,
+          hasTree: m.staged?.hasTree === true,
+          dependencies: m.staged?.dependencies ?? null,
+        },
       }
     : { restoreId: m.restoreId };
 }

@@ -8,7 +8,13 @@ import { baselineEvidenceSchema, failedEvidenceChecks } from "../domain/baseline
 import { StrataError } from "../domain/errors.ts";
 import { manifestDigest, manifestSchema } from "../domain/manifest.ts";
 import type { AgentScope } from "../domain/scope.ts";
-import { artifactSchema, baselineKeySchema, entityIdSchema, objectIdSchema, sourceSchema } from "../domain/snapshot-keys.ts";
+import {
+  artifactSchema,
+  baselineKeySchema,
+  entityIdSchema,
+  objectIdSchema,
+  sourceSchema,
+} from "../domain/snapshot-keys.ts";
 import type { PublishBaselineResult, SnapshotRef } from "../domain/views.ts";
 import { findOrCreateRepository, findRepository } from "./repositories.ts";
 import {

@@ -13,7 +13,14 @@ import type { AppendCheckpointResult } from "../domain/views.ts";
 import { isHeldDegradedOriginal } from "./degraded-targets.ts";
 import { findOrCreateLineage, lockLineageRow } from "./lineages.ts";
 import { findOrCreateRepository } from "./repositories.ts";
-import { checkArtifact, manifestColumns, observedHeadOf, snapshotMetadata, snapshotRefSelect, toSnapshotRef } from "./snapshots.ts";
+import {
+  checkArtifact,
+  manifestColumns,
+  observedHeadOf,
+  snapshotMetadata,
+  snapshotRefSelect,
+  toSnapshotRef,
+} from "./snapshots.ts";
 import { clientFields } from "../domain/client-fields.ts";
 
 export const appendCheckpointInput = z.strictObject({

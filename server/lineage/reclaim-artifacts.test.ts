@@ -62,7 +62,13 @@ describeEachDatabase("artifacts by backend kind", (catalog) => {
     expect(row).toMatchObject({ artifactKind: "git", artifactRef: first.manifestBlobDigest });
 
     const before = await db.snapshot.count();
-    const manifest = { treeId: "a".repeat(40), head: "b".repeat(40), branch: "main", blobDigests: ["c".repeat(64)], sizeBytes: 1 };
+    const manifest = {
+      treeId: "a".repeat(40),
+      head: "b".repeat(40),
+      branch: "main",
+      blobDigests: ["c".repeat(64)],
+      sizeBytes: 1,
+    };
     const append = (artifact: { kind: string; ref: string }) =>
       appendCheckpoint(db, { agent: scope, key: target.key, observedHeadId: null, manifest, artifact });
     expect(await code(append({ kind: "modal", ref: "c".repeat(64) }))).toBe("UNKNOWN_BACKEND");
@@ -103,10 +109,18 @@ describeEachDatabase("artifacts by backend kind", (catalog) => {
     await db.snapshot.update({ where: { id: first.snapshotId }, data: { artifactKind: "modal" } });
     const swept = await sweepSnapshots(db, { now });
     expect(swept.reclaimed.failed).toContainEqual(
-      expect.objectContaining({ snapshotId: first.snapshotId, kind: "modal", error: expect.stringContaining("UNKNOWN_BACKEND") }),
+      expect.objectContaining({
+        snapshotId: first.snapshotId,
+        kind: "modal",
+        error: expect.stringContaining("UNKNOWN_BACKEND"),
+      }),
     );
     const failed = await db.snapshot.findUniqueOrThrow({ where: { id: first.snapshotId } });
-    expect(failed).toMatchObject({ artifactRef: first.manifestBlobDigest, artifactDeletedAt: null, reclaimAttempts: 1 });
+    expect(failed).toMatchObject({
+      artifactRef: first.manifestBlobDigest,
+      artifactDeletedAt: null,
+      reclaimAttempts: 1,
+    });
     expect(failed.reclaimError).toContain("UNKNOWN_BACKEND");
 
     await db.snapshot.update({ where: { id: first.snapshotId }, data: { artifactKind: "git" } });
@@ -128,10 +142,19 @@ describeEachDatabase("artifacts by backend kind", (catalog) => {
 
   it("restores a snapshot only through the backend that minted it", async () => {
     const { db, scope, second } = await twoCheckpoints();
-    await db.snapshot.update({ where: { id: second.snapshotId }, data: { artifactKind: `unknown-${randomUUID().slice(0, 4)}` } });
+    await db.snapshot.update({
+      where: { id: second.snapshotId },
+      data: { artifactKind: `unknown-${randomUUID().slice(0, 4)}` },
+    });
     const parent = temporaryDirectory();
     expect(
-      await code(restoreSnapshot(localRestorePort(db, scope), { snapshotId: second.snapshotId, into: `${parent}/w`, stateDir: temporaryDirectory() })),
+      await code(
+        restoreSnapshot(localRestorePort(db, scope), {
+          snapshotId: second.snapshotId,
+          into: `${parent}/w`,
+          stateDir: temporaryDirectory(),
+        }),
+      ),
     ).toBe("UNKNOWN_BACKEND");
   });
 });

@@ -38,7 +38,12 @@ export async function reclaimArtifacts(db: Db, opts: { now: Date; batchSize?: nu
   const batchSize = opts.batchSize ?? 100;
   for (let after: string | undefined; ;) {
     const rows = await db.snapshot.findMany({
-      where: { state: "deleted", artifactRef: { not: null }, artifactDeletedAt: null, ...(after ? { id: { gt: after } } : {}) },
+      where: {
+        state: "deleted",
+        artifactRef: { not: null },
+        artifactDeletedAt: null,
+        ...(after ? { id: { gt: after } } : {}),
+      },
       orderBy: { id: "asc" },
       take: batchSize,
       select: { id: true, agentId: true, artifactKind: true, artifactRef: true },

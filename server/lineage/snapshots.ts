@@ -78,10 +78,14 @@ export function checkArtifact(artifact: Artifact | undefined, manifest: Manifest
   // Snapshots restore through the git backend in this release; `dir` artifacts are dependency
   // caches (server/caches/).
   if (backend.kind !== "git" || !manifest.blobDigests.includes(artifact.ref)) {
-    throw new StrataError("INVALID_INPUT", `The ${artifact.kind} artifact ${artifact.ref.slice(0, 80)} is not this snapshot's.`, {
-      hint: "Name the artifact the capture stored: its reference must be among the manifest's blobs.",
-      data: { kind: artifact.kind },
-    });
+    throw new StrataError(
+      "INVALID_INPUT",
+      `The ${artifact.kind} artifact ${artifact.ref.slice(0, 80)} is not this snapshot's.`,
+      {
+        hint: "Name the artifact the capture stored: its reference must be among the manifest's blobs.",
+        data: { kind: artifact.kind },
+      },
+    );
   }
 }
 

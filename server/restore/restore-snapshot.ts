@@ -217,10 +217,14 @@ export async function restoreSnapshot(port: RestorePort, opts: RestoreSnapshotOp
     // The backend that minted the artifact restores it: UNKNOWN_BACKEND for a kind this host
     // does not have (never another backend in its place).
     if (backendFor(snapshot.artifact.kind).kind !== "git") {
-      throw new StrataError("INVALID_SNAPSHOT", `Snapshot ${snapshot.id} is a ${snapshot.artifact.kind} artifact, not a checkout.`, {
-        hint: "Only git snapshots are restored as checkouts in this release.",
-        data: { field: "artifact.kind" },
-      });
+      throw new StrataError(
+        "INVALID_SNAPSHOT",
+        `Snapshot ${snapshot.id} is a ${snapshot.artifact.kind} artifact, not a checkout.`,
+        {
+          hint: "Only git snapshots are restored as checkouts in this release.",
+          data: { field: "artifact.kind" },
+        },
+      );
     }
     const { manifest } = await loadCaptureManifest(port, snapshot, opts.signal);
     const candidates = await earlierCommits(port, snapshot);

@@ -210,9 +210,7 @@ describeEachDatabase("hostile input over HTTP", (catalog, kind) => {
 
     // A small world, so valid-looking inputs reach past the first lookup.
     const s = scenario("fuzz");
-    const a = createCaller(
-      createContextInner({ db, authorization: `Bearer ${alice.token}`, user: null }),
-    );
+    const a = createCaller(createContextInner({ db, authorization: `Bearer ${alice.token}`, user: null }));
     const commit = oid("fuzz-main");
     const key = { repository: s.repository, backendKind: s.backendKind, baseImage: s.baseImage, canonicalRef: "main" };
     const baseline = await a.baseline.publish({

@@ -197,10 +197,16 @@ describe("what a capture holds", () => {
 
 describe("hostile records", () => {
   const cases: [string, (r: DirManifest) => DirManifest][] = [
-    ["a path out of the directory", (r) => ({ ...r, entries: [...r.entries, { type: "dir", path: "a/../../x", mode: 0o755 }] })],
+    [
+      "a path out of the directory",
+      (r) => ({ ...r, entries: [...r.entries, { type: "dir", path: "a/../../x", mode: 0o755 }] }),
+    ],
     ["an absolute path", (r) => ({ ...r, entries: [...r.entries, { type: "dir", path: "/tmp/x", mode: 0o755 }] })],
     ["a NUL in a path", (r) => ({ ...r, entries: [...r.entries, { type: "dir", path: "a\u0000b", mode: 0o755 }] })],
-    ["a link out of the directory", (r) => ({ ...r, entries: [...r.entries, { type: "symlink", path: "l", target: "../../etc" }] })],
+    [
+      "a link out of the directory",
+      (r) => ({ ...r, entries: [...r.entries, { type: "symlink", path: "l", target: "../../etc" }] }),
+    ],
     [
       "a file below a link",
       (r) => ({
@@ -212,7 +218,13 @@ describe("hostile records", () => {
         ],
       }),
     ],
-    ["a secret", (r) => ({ ...r, entries: [...r.entries, { type: "file", path: ".env", mode: 0o644, size: 3, digest: sha256("ok\n") }] })],
+    [
+      "a secret",
+      (r) => ({
+        ...r,
+        entries: [...r.entries, { type: "file", path: ".env", mode: 0o644, size: 3, digest: sha256("ok\n") }],
+      }),
+    ],
     ["a digest the entries do not add up to", (r) => ({ ...r, stateDigest: sha256("something else") })],
     ["a chain that does not end in a whole record", (r) => ({ ...r, depth: 1 })],
   ];

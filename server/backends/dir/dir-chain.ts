@@ -38,7 +38,8 @@ export async function loadDirChain(source: BlobSource, ref: string, signal?: Abo
   const refs: string[] = [];
   let next: string | null = ref;
   while (next !== null) {
-    if (refs.includes(next) || records.length > DIR_FULL_EVERY) throw invalid("its records form a loop or a chain too long", ref);
+    if (refs.includes(next) || records.length > DIR_FULL_EVERY)
+      throw invalid("its records form a loop or a chain too long", ref);
     const bytes = await readWhole(source, next, signal);
     if (sha256(bytes) !== next) {
       throw new StrataError("BLOB_CORRUPT", `The record ${next} does not have its digest.`, {
@@ -85,7 +86,8 @@ export async function recordContent(
     if (sha256(bytes) !== next) throw invalid("a record does not have its digest", ref);
     const record = parseDirManifest(bytes);
     digests.add(next);
-    for (const entry of record.entries) if (entry.type === "file") for (const p of filePieces(entry)) digests.add(p.digest);
+    for (const entry of record.entries)
+      if (entry.type === "file") for (const p of filePieces(entry)) digests.add(p.digest);
     if (record.parent !== null && (await known(record.parent))) return { digests: [...digests], base: record.parent };
     next = record.parent;
   }

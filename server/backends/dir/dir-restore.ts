@@ -140,7 +140,8 @@ async function moveUp(stagingDir: string, target: string, tops: readonly string[
   const moved: string[] = [];
   try {
     for (const top of tops) {
-      if (await lstat(join(target, top)).catch(() => null)) throw unsafeAdd(target, `${top} appeared during the restore`);
+      if (await lstat(join(target, top)).catch(() => null))
+        throw unsafeAdd(target, `${top} appeared during the restore`);
       await rename(join(stagingDir, top), join(target, top));
       moved.push(top);
     }
@@ -225,9 +226,11 @@ export async function restoreDir(ref: string, into: string, opts: DirRestoreOpti
       const ready = opts.source.readMany ? await opts.source.readMany(small) : new Map<string, Buffer>();
       await mapParallel(group, (entry) => write(entry, ready), 16);
     }
-    for (const entry of entries) if (entry.type === "symlink") await symlink(entry.target, join(staging.dir, entry.path));
+    for (const entry of entries)
+      if (entry.type === "symlink") await symlink(entry.target, join(staging.dir, entry.path));
     // Directory modes last, deepest first: a read-only directory is filled before it is closed.
-    for (const entry of [...entries].reverse()) if (entry.type === "dir") await chmod(join(staging.dir, entry.path), entry.mode);
+    for (const entry of [...entries].reverse())
+      if (entry.type === "dir") await chmod(join(staging.dir, entry.path), entry.mode);
 
     progress("verify", 0, 1);
     const expected: DirState = new Map(chain.state);

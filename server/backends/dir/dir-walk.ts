@@ -31,7 +31,11 @@ function unreadable(path: string, error: unknown): StrataError {
 }
 
 /** Maps over `items` with at most PARALLEL calls in flight, keeping order. */
-export async function mapParallel<T, R>(items: readonly T[], fn: (item: T) => Promise<R>, parallel = PARALLEL): Promise<R[]> {
+export async function mapParallel<T, R>(
+  items: readonly T[],
+  fn: (item: T) => Promise<R>,
+  parallel = PARALLEL,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {
