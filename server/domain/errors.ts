@@ -15,6 +15,8 @@ export const ERROR_CODES = {
   SNAPSHOT_RETIRED: { status: "PRECONDITION_FAILED", retryable: false },
   PIN_REFUSED: { status: "PRECONDITION_FAILED", retryable: false },
   PIN_CLOSED: { status: "CONFLICT", retryable: false },
+  // A live hold is taken only on the pause's checkpoint: its lineage's ready head.
+  HOLD_REFUSED: { status: "PRECONDITION_FAILED", retryable: false },
   BLOB_CORRUPT: { status: "UNPROCESSABLE_CONTENT", retryable: true },
   BLOB_MISSING: { status: "NOT_FOUND", retryable: false },
   BLOB_TOO_LARGE: { status: "PAYLOAD_TOO_LARGE", retryable: false },

@@ -1,9 +1,18 @@
 import { acquireWorkspace, acquireWorkspaceInput } from "../../acquire/acquire-workspace.ts";
+import type { ProviderSettings } from "../../backends/providers.ts";
+import { loadConfig } from "../../config/config.ts";
+import { holdWorkspace, holdWorkspaceInput } from "../../lineage/hold-workspace.ts";
+import { releaseLiveHold, releaseLiveHoldInput } from "../../lineage/release-live-hold.ts";
 import { planResume, planResumeInput } from "../../restore/plan-resume.ts";
 import { reportRestore, reportRestoreInput } from "../../restore/report-restore.ts";
+import { liveHoldViewSchema } from "../../domain/live-holds.ts";
 import { resumePlanSchema } from "../../domain/resume-plan.ts";
 import { reportRestoreResultSchema, restorePlanSchema } from "../../domain/views.ts";
 import { agentProcedure, router } from "../init.ts";
+
+// The providers' capabilities (STRATA_PROVIDERS), read once: `strata serve` checked them at start.
+let providers: ProviderSettings | undefined;
+const configuredProviders = () => (providers ??= loadConfig().providers);
 
 export const workspaceRouter = router({
   acquire: agentProcedure
@@ -18,4 +27,14 @@ export const workspaceRouter = router({
     .input(planResumeInput)
     .output(resumePlanSchema)
     .query(({ ctx, input }) => planResume(ctx.db, { ...input, agent: ctx.agent })),
+  hold: agentProcedure
+    .input(holdWorkspaceInput)
+    .output(liveHoldViewSchema)
+    .mutation(({ ctx, input }) =>
+      holdWorkspace(ctx.db, { ...input, agent: ctx.agent, providers: configuredProviders() }),
+    ),
+  releaseHold: agentProcedure
+    .input(releaseLiveHoldInput)
+    .output(liveHoldViewSchema)
+    .mutation(({ ctx, input }) => releaseLiveHold(ctx.db, { ...input, agent: ctx.agent })),
 });
