@@ -11,11 +11,16 @@ import {
   publishClean,
   scenario,
   uniqueName,
+  type Scenario,
 } from "../testing/lineage.ts";
 import { reportRestore } from "../restore/report-restore.ts";
 import { forkCheckpoint } from "../lineage/fork-checkpoint.ts";
 import { retireLineage } from "../lineage/lineages.ts";
 import { retireSnapshot } from "../lineage/retirement.ts";
+import { holdWorkspace } from "../lineage/hold-workspace.ts";
+import { releaseLiveHold } from "../lineage/release-live-hold.ts";
+import type { Db } from "../db/client.ts";
+import type { AgentScope } from "../domain/scope.ts";
 
 // The acquire contract: every implementation (describeEachAcquirePath) runs this suite.
 describeEachAcquirePath("acquire and reportRestore", (catalog, acquire) => {
@@ -376,5 +381,130 @@ describeEachAcquirePath("acquire and reportRestore", (catalog, acquire) => {
       (e: unknown) => e,
     );
     expect(isStrataError(missing, "NOT_FOUND")).toBe(true);
+  });
+
+  // Live holds: a paused work context's held workspace is the first rung on the hold's host.
+  const HOUR = 60 * 60 * 1000;
+  async function pausedAndHeld(db: Db, agent: AgentScope, s: Scenario, now: Date) {
+    const started = await acquireFor(db, agent, s, undefined, now);
+    const pause = await appendCheckpoint(db, {
+      agent,
+      key: lineageKeyOf(s, started.workContextId),
+      observedHeadId: null,
+      manifest: manifestOf({ head: oid(uniqueName("paused")), branch: "task" }),
+      now,
+    });
+    const hold = await holdWorkspace(db, {
+      agent,
+      workContextId: started.workContextId,
+      snapshotId: pause.snapshot.id,
+      workspace: "/srv/strata/worktrees/app-1",
+      host: "host-1",
+      providers: {},
+      now,
+    });
+    return { workContextId: started.workContextId, checkpointId: pause.snapshot.id, hold };
+  }
+  const holdRow = (db: Db, id: string) => db.liveHold.findUniqueOrThrow({ where: { id } });
+
+  it("offers the held workspace first on the hold's host, once: the live rung, the checkpoint's restore recorded", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    const now = new Date();
+    const { workContextId, checkpointId, hold } = await pausedAndHeld(db, agent, s, now);
+
+    // Another host has no live workspace of it: the checkpoint, and the hold stays.
+    const onOtherHost = await acquire(db, {
+      agent,
+      ...lineageKeyOf(s, workContextId),
+      canonicalRef: s.canonicalRef,
+      workspace: "/w/elsewhere",
+      host: "host-2",
+      now,
+    });
+    expect(onOtherHost).toMatchObject({ rung: "checkpoint", live: null, snapshot: { id: checkpointId } });
+    expect((await holdRow(db, hold.id)).endedAt).toBeNull();
+
+    const resumed = await acquire(db, {
+      agent,
+      ...lineageKeyOf(s, workContextId),
+      canonicalRef: s.canonicalRef,
+      workspace: "/w/target",
+      host: "host-1",
+      now,
+    });
+    expect(resumed).toMatchObject({
+      rung: "live",
+      snapshot: { id: checkpointId },
+      live: { holdId: hold.id, workspace: "/srv/strata/worktrees/app-1", host: "host-1", expiresAt: hold.expiresAt },
+      mustInspectExternalState: false,
+      notice: null,
+    });
+    // The restore recorded is the checkpoint's, pinned until it is reported; the hold ended.
+    const restore = await db.restore.findUniqueOrThrow({ where: { id: resumed.restoreId } });
+    expect(restore).toMatchObject({ rung: "checkpoint", snapshotId: checkpointId, pinId: resumed.pinId });
+    expect(await holdRow(db, hold.id)).toMatchObject({ endReason: "resumed", endedAt: now });
+    expect((await db.pin.findFirstOrThrow({ where: { agentId: agent.agentId, pinId: hold.pinId } })).released).toBe(
+      true,
+    );
+    await reportRestore(db, { agent, restoreId: resumed.restoreId, outcome: "restored", now });
+
+    // Resumed once: the next acquire restores the checkpoint.
+    const again = await acquire(db, {
+      agent,
+      ...lineageKeyOf(s, workContextId),
+      canonicalRef: s.canonicalRef,
+      workspace: "/w/again",
+      host: "host-1",
+      now,
+    });
+    expect(again).toMatchObject({ rung: "checkpoint", live: null, snapshot: { id: checkpointId } });
+  });
+
+  it("restores the checkpoint instead once the hold expired, was released, or no longer holds the head", async () => {
+    const db = catalog().db;
+    const { scope: agent } = await makeAgent(db);
+    const s = scenario();
+    const now = new Date();
+    const onHost = (workContextId: string, at: Date) =>
+      acquire(db, {
+        agent,
+        ...lineageKeyOf(s, workContextId),
+        canonicalRef: s.canonicalRef,
+        workspace: `/w/${uniqueName("target")}`,
+        host: "host-1",
+        now: at,
+      });
+
+    const expired = await pausedAndHeld(db, agent, s, now);
+    const late = new Date(expired.hold.expiresAt.getTime() + 1000);
+    expect(expired.hold.expiresAt.getTime() - now.getTime()).toBe(HOUR);
+    expect(await onHost(expired.workContextId, late)).toMatchObject({
+      rung: "checkpoint",
+      live: null,
+      snapshot: { id: expired.checkpointId },
+    });
+    expect((await holdRow(db, expired.hold.id)).endedAt).toBeNull();
+
+    const released = await pausedAndHeld(db, agent, s, now);
+    await releaseLiveHold(db, { agent, holdId: released.hold.id, now });
+    expect(await onHost(released.workContextId, now)).toMatchObject({ rung: "checkpoint", live: null });
+
+    // The task went on and checkpointed again: the hold keeps its checkpoint, the head is restored.
+    const moved = await pausedAndHeld(db, agent, s, now);
+    const next = await appendCheckpoint(db, {
+      agent,
+      key: lineageKeyOf(s, moved.workContextId),
+      observedHeadId: moved.checkpointId,
+      manifest: manifestOf({ head: oid(uniqueName("later")), branch: "task" }),
+      now,
+    });
+    expect(await onHost(moved.workContextId, now)).toMatchObject({
+      rung: "checkpoint",
+      live: null,
+      snapshot: { id: next.snapshot.id },
+    });
+    expect(await holdRow(db, moved.hold.id)).toMatchObject({ endedAt: null, snapshotId: moved.checkpointId });
   });
 });

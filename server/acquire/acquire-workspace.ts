@@ -19,6 +19,7 @@ import {
   workContextIdSchema,
 } from "../domain/snapshot-keys.ts";
 import type { RestorePlan } from "../domain/views.ts";
+import type { LiveWorkspace } from "../domain/live-holds.ts";
 import { clientFields } from "../domain/client-fields.ts";
 import type { PinnableState } from "../content/pins.ts";
 import { findReadyBaseline } from "../lineage/baselines.ts";
@@ -27,6 +28,7 @@ import { createLineage, mintWorkContextId } from "../lineage/lineages.ts";
 import { findOrCreateRepository } from "../lineage/repositories.ts";
 import { snapshotRefSelect, toSnapshotRef, type SnapshotRefRow } from "../lineage/snapshots.ts";
 import { acquireByStatement } from "./acquire-statement.ts";
+import { claimLiveHold } from "./claim-live-hold.ts";
 import {
   buildPlan,
   hasOwnCheckpoints,
@@ -182,7 +184,9 @@ function newLineageFacts(id: string, workContextId: string, chosen: SnapshotRefR
 const ACQUIRE_ATTEMPTS = 20;
 
 /**
- * Decides where a workspace starts: this work context's own lineage head, else (for a forked
+ * Decides where a workspace starts: the live workspace this work context holds on the requesting
+ * host, while the hold lasts and holds the lineage's head (the live rung: nothing to restore;
+ * the hold ends, resumed), else this work context's own lineage head, else (for a forked
  * work context without a checkpoint of its own) the checkpoint it was forked from, else the
  * ready baseline of the key, else cold. Records the restore and pins the chosen snapshot.
  *
@@ -207,6 +211,7 @@ export async function acquireWorkspace(
     chosen: SnapshotRefRow | null,
     pinId: string | null,
     lineage: LineageFactsRow,
+    live: LiveWorkspace | null,
   ) =>
     buildPlan({
       restoreId,
@@ -217,7 +222,21 @@ export async function acquireWorkspace(
       canonicalRef: input.canonicalRef,
       lineage,
       previousRestoreId: null,
+      live,
     });
+  // The live rung (claim-live-hold.ts), the same on both paths: only a requested work context's
+  // own head, chosen on the checkpoint rung, can be held.
+  const liveOf = (
+    tx: Db,
+    choice: RestoreChoice,
+    head: { id: string } | null,
+    chosen: { id: string } | null,
+    lineage: LineageFactsRow,
+    now: Date,
+  ) =>
+    input.workContextId && choice.rung === "checkpoint" && head && chosen?.id === head.id
+      ? claimLiveHold(tx, { agentId, lineageId: lineage.id, snapshotId: head.id, host: input.host, now })
+      : null;
   if (runner) {
     const restoreId = randomUUID();
     const pinId = `restore:${restoreId}`;
@@ -263,7 +282,8 @@ export async function acquireWorkspace(
       if (!outcome.recorded) throw new RetryTransaction("the catalog changed under the decision");
       const { chosen } = outcome;
       const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, chosen);
-      return plan(restoreId, ladder.choice, chosen, chosen ? pinId : null, lineage);
+      const live = await liveOf(db, ladder.choice, outcome.facts.head, chosen, lineage, now);
+      return plan(restoreId, ladder.choice, chosen, chosen ? pinId : null, lineage, live);
     };
     // Inside a caller's transaction a conflict goes up to the transaction's owner, which
     // retries everything it wrote; on the pool each decision is its own transaction.
@@ -313,6 +333,7 @@ export async function acquireWorkspace(
       },
       select: { id: true },
     });
-    return plan(restoreId, decision.choice, chosen, pinId, lineage);
+    const live = await liveOf(tx, decision.choice, facts.head, chosen, lineage, now);
+    return plan(restoreId, decision.choice, chosen, pinId, lineage, live);
   });
 }

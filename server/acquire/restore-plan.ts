@@ -4,6 +4,7 @@ import { RetryTransaction } from "../db/errors.ts";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { isStrataError } from "../domain/errors.ts";
+import type { LiveWorkspace } from "../domain/live-holds.ts";
 import type { RestoreChoice, Rung } from "../domain/restore-ladder.ts";
 import { lineageRetireReasonSchema, type RestorePlan, type SnapshotRef } from "../domain/views.ts";
 import { pinSnapshot, type PinnableState } from "../content/pins.ts";
@@ -86,11 +87,14 @@ export function buildPlan(opts: {
   canonicalRef: string;
   lineage: LineageFactsRow;
   previousRestoreId: string | null;
+  /** The held workspace the work context resumes in (the live rung), when acquire claimed one. */
+  live?: LiveWorkspace | null;
 }): RestorePlan {
   const { lineage, choice } = opts;
+  const live = opts.live ?? null;
   return {
     restoreId: opts.restoreId,
-    rung: choice.rung,
+    rung: live ? "live" : choice.rung,
     snapshot: opts.snapshot,
     pinId: opts.pinId,
     workContextId: opts.workContextId,
@@ -105,5 +109,6 @@ export function buildPlan(opts: {
     previousRestoreId: opts.previousRestoreId,
     mustInspectExternalState: choice.mustInspectExternalState,
     notice: noticeFor(choice.rung, lineage, choice.mustInspectExternalState),
+    live,
   };
 }

@@ -1,6 +1,7 @@
 // The plain-data shapes the agent API returns. Services build them; routers validate their
 // output against them, so a field never leaks out by accident.
 import { z } from "zod";
+import { liveWorkspaceSchema } from "./live-holds.ts";
 
 const SNAPSHOT_STATES = [
   "capturing",
@@ -143,7 +144,8 @@ export type RestoreView = z.infer<typeof restoreViewSchema>;
 /** What an acquire (or a ladder step) tells the worker to do. */
 export const restorePlanSchema = z.object({
   restoreId: z.string(),
-  rung: rungSchema,
+  /** `live`: continue in the held workspace (`live`), nothing restored; else restore `snapshot`. */
+  rung: z.enum(["live", ...rungSchema.options]),
   /** The snapshot to restore; null on the cold rung (a fresh checkout). */
   snapshot: snapshotRefSchema.nullable(),
   /** The pin protecting that snapshot until the outcome is reported. */
@@ -163,6 +165,12 @@ export const restorePlanSchema = z.object({
   mustInspectExternalState: z.boolean(),
   /** A sentence for the agent when the plan is not the obvious one. */
   notice: z.string().nullable(),
+  /**
+   * On the live rung, the held workspace (the paused work context's hold ended: it resumed).
+   * The restore recorded is the checkpoint's, `snapshot`: report it restored once the workspace
+   * is found to be that checkpoint, else restore the snapshot as on the checkpoint rung.
+   */
+  live: liveWorkspaceSchema.nullable(),
 });
 export type RestorePlan = z.infer<typeof restorePlanSchema>;
 
