@@ -20,6 +20,7 @@ const MODULES = {
   restore: async () => (await import("./restore.ts")).registerRestore,
   verify: async () => (await import("./verify.ts")).registerVerify,
   resume: async () => (await import("./resume.ts")).registerResume,
+  hold: async () => (await import("./hold.ts")).registerHold,
   pool: async () => (await import("./pool.ts")).registerPool,
 } satisfies Record<string, () => Promise<Register>>;
 
@@ -101,6 +102,12 @@ export const COMMANDS: Readonly<Record<string, TopCommand>> = {
     term: "resume [options]",
     description:
       "resume a task on this host: each recorded checkout continues in place when it is still its snapshot, else is restored into a pooled worktree",
+  },
+  hold: {
+    module: "hold",
+    term: "hold [options] [dir]",
+    description:
+      "keep a paused task's live checkout (after its checkpoint): acquire and resume continue there while the hold lasts",
   },
   pool: {
     module: "pool",

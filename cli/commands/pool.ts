@@ -1,7 +1,8 @@
 // strata pool list|prune: this host's pool of restored worktrees (under STRATA_DATA_DIR/worktrees,
 // shared with any host that shares the directory). `list` shows each worktree with its
-// repository, holder and lease (held, stale or free, aged on the pool filesystem's clock);
-// `prune` removes the free ones that hold nothing to lose, never one with changes git lacks.
+// repository, holder and lease (held, stale or free, aged on the pool filesystem's clock), or the
+// end of the live hold that keeps it (strata hold); `prune` removes the free ones that hold
+// nothing to lose, never one with changes git lacks.
 import type { Command } from "commander";
 import type { PoolListing, PoolWorktree } from "../../server/worktrees/list-pool.ts";
 import type { WorktreePool } from "../../server/worktrees/pool.ts";
@@ -24,7 +25,12 @@ function age(ms: number): string {
   return `${Math.round(ms / 3_600_000)} h`;
 }
 
-function describeWorktree(w: PoolWorktree): string {
+function describeWorktree(w: PoolWorktree, now: number | null): string {
+  if (w.keptUntil !== null) {
+    const left = now === null ? "" : ` (${age(Math.max(0, w.keptUntil - now))} left)`;
+    const until = new Date(w.keptUntil).toISOString();
+    return `${w.name.padEnd(24)} ${w.state.padEnd(5)} live hold for ${w.owner ?? "its owner"} until ${until}${left}  ${w.repository.identity}`;
+  }
   const holder = w.holder ? `pid ${w.holder.pid} on ${w.holder.host}` : "nobody";
   const since = w.state === "free" && w.holder === null ? "released" : "refreshed";
   const kept = w.keptByProcess ? " (its process still runs here)" : "";
@@ -32,7 +38,7 @@ function describeWorktree(w: PoolWorktree): string {
 }
 
 function describeListing(listing: PoolListing): string {
-  const lines = listing.worktrees.map(describeWorktree);
+  const lines = listing.worktrees.map((w) => describeWorktree(w, listing.now));
   for (const leftover of listing.leftovers) lines.push(`${leftover.name.padEnd(24)} ${leftover.kind}`);
   return lines.length > 0 ? lines.join("\n") : `No pooled worktrees in ${listing.dir}.`;
 }

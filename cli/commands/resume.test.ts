@@ -72,6 +72,7 @@ describeEachDatabase("strata resume", (catalog) => {
           reason: "HEAD moved forward over the recorded files",
         }),
       ],
+      liveHoldsEnded: [],
     });
     const human = await resume();
     expect(human.stdout).toBe(`continues in place: ${root} (HEAD moved forward over the recorded files)\n`);

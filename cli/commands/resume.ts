@@ -3,7 +3,8 @@
 // names) says which checkouts the task recorded (workspace.resume); each one on this host that is
 // still its snapshot continues in place, nothing written, and any other is restored into this
 // host's pool (STRATA_DATA_DIR/worktrees), reusing an idle clean worktree when there is one. One
-// line per checkout. The user's own checkout is only ever read.
+// line per checkout. The user's own checkout is only ever read. A checkout the paused task held
+// live (strata hold) is continued in, and its hold ends (resumed).
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
@@ -27,11 +28,13 @@ interface ResumeFlags {
 }
 
 type PlanSource = (input: PlanResumeInput) => Promise<ResumePlan>;
+/** Ends a live hold the resume continued in (workspace.releaseHold, reason resumed). */
+type EndHold = (holdId: string) => Promise<void>;
 
 /** Runs fn with the catalog the flags name, as `strata restore` does, plus its resume plans. */
 async function withResumeCatalog<T>(
   flags: ResumeFlags,
-  fn: (port: RestorePort, plan: PlanSource) => Promise<T>,
+  fn: (port: RestorePort, plan: PlanSource, endHold: EndHold) => Promise<T>,
 ): Promise<T> {
   const { localAgent, serverTarget } = await import("../connection.ts");
   const server = serverTarget(flags.server);
@@ -41,15 +44,28 @@ async function withResumeCatalog<T>(
       import("../server-client.ts"),
     ]);
     const { client, call } = connectServer(server);
-    return fn(remoteRestorePort(server), (input) => call(() => client.workspace.resume.query(input)));
+    return fn(
+      remoteRestorePort(server),
+      (input) => call(() => client.workspace.resume.query(input)),
+      async (holdId) => {
+        await call(() => client.workspace.releaseHold.mutate({ holdId, reason: "resumed" }));
+      },
+    );
   }
-  const [{ localRestorePort }, { planResume }] = await Promise.all([
+  const [{ localRestorePort }, { planResume }, { releaseLiveHold }] = await Promise.all([
     import("../../server/restore/restore-snapshot.ts"),
     import("../../server/restore/plan-resume.ts"),
+    import("../../server/lineage/release-live-hold.ts"),
   ]);
   return withCatalog(async (db) => {
     const agent = await localAgent(db, flags.agent);
-    return fn(localRestorePort(db, agent), (input) => planResume(db, { ...input, agent }));
+    return fn(
+      localRestorePort(db, agent),
+      (input) => planResume(db, { ...input, agent }),
+      async (holdId) => {
+        await releaseLiveHold(db, { holdId, reason: "resumed", agent });
+      },
+    );
   });
 }
 
@@ -94,7 +110,7 @@ function exitFor(result: ResumeResult): number {
   return outcomes.includes("degraded") ? RESTORE_EXIT.DEGRADED : EXIT.OK;
 }
 
-async function resume(flags: ResumeFlags): Promise<ResumeResult> {
+async function resume(flags: ResumeFlags): Promise<ResumeResult & { liveHoldsEnded: string[] }> {
   const [
     { loadConfig },
     { openWorktreePool, poolDirectory },
@@ -113,14 +129,16 @@ async function resume(flags: ResumeFlags): Promise<ResumeResult> {
   const config = loadConfig();
   const holdPid = positive(flags.holdPid, "hold-pid");
   const pool = await openWorktreePool({ dir: poolDirectory(config.dataDir), host: config.host });
-  const result = await withResumeCatalog(flags, async (port, plan) =>
-    worktrees.resumeCheckouts({
-      plan: await plan(flags.context ? { workContextId: flags.context } : { snapshotId: flags.snapshot }),
+  const hostNames = [config.host, hostname()];
+  const result = await withResumeCatalog(flags, async (port, plan, endHold) => {
+    const resumePlan = await plan(flags.context ? { workContextId: flags.context } : { snapshotId: flags.snapshot });
+    const resumed = await worktrees.resumeCheckouts({
+      plan: resumePlan,
       port,
       pool,
       unpooledDir: join(config.dataDir, "restored"),
       stateDir: resolve(flags.stateDir ?? join(homedir(), ".strata")),
-      hostNames: [config.host, hostname()],
+      hostNames,
       owner: flags.context ?? `snapshot:${flags.snapshot}`,
       maxIdlePerRepository: positive(flags.maxIdle, "max-idle"),
       holder: holdPid === undefined ? undefined : await processOnThisMachine(holdPid, config.host),
@@ -129,8 +147,21 @@ async function resume(flags: ResumeFlags): Promise<ResumeResult> {
         // Worktrees of one repository share this host's object store (docs/restore.md).
         objectStores: objectStoresDirectory(config.dataDir),
       },
-    }),
-  );
+    });
+    // The pause is over where the task resumed: its live holds on this host end (one that cannot
+    // be ended now simply runs out; the resume stands).
+    const liveHoldsEnded: string[] = [];
+    for (const holdId of worktrees.resumedLiveHolds(resumePlan, resumed, hostNames)) {
+      if (
+        await endHold(holdId).then(
+          () => true,
+          () => false,
+        )
+      )
+        liveHoldsEnded.push(holdId);
+    }
+    return { ...resumed, liveHoldsEnded };
+  });
   // With --hold-pid the worktrees stay held while that process runs; otherwise they are free
   // again now, still the task's own (it re-takes them first).
   for (const held of result.held) {
@@ -166,7 +197,8 @@ export function registerResume(program: Command): void {
         const result = await resume(flags);
         progress("");
         const { held: _held, ...shown } = result;
-        emit(json, shown, result.checkouts.map(describeCheckout).join("\n"));
+        const ended = result.liveHoldsEnded.map((id) => `ended live hold ${id} (resumed)`);
+        emit(json, shown, [...result.checkouts.map(describeCheckout), ...ended].join("\n"));
         process.exitCode = exitFor(result);
       });
     });

@@ -2,6 +2,7 @@
 // and where that snapshot was captured (directory and host). The host side decides what to do
 // with each (server/worktrees/resume-checkouts.ts): continue in place, or restore into the pool.
 import { z } from "zod";
+import { liveWorkspaceSchema } from "./live-holds.ts";
 import { snapshotRefSchema } from "./views.ts";
 
 const resumeCheckoutSchema = z.object({
@@ -9,6 +10,8 @@ const resumeCheckoutSchema = z.object({
   repository: z.object({ id: z.string(), identity: z.string(), name: z.string() }),
   /** Where the snapshot was captured; null when the capture did not say. */
   recorded: z.object({ workspace: z.string().nullable(), host: z.string().nullable() }),
+  /** The live workspace the paused work context holds for this snapshot, while the hold lasts. */
+  live: liveWorkspaceSchema.nullable().optional(),
 });
 export type ResumeCheckout = z.infer<typeof resumeCheckoutSchema>;
 

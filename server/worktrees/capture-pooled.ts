@@ -5,8 +5,9 @@
 //
 // The task holds it when the record's take names this process or one of its ancestors (an agent
 // that ran `strata resume --hold-pid`, then `strata capture`), or when nobody holds it and it is
-// still the task's own (released by a `strata resume` that exited). Anything else means another
-// task took it: `pooled-worktree-lost`, and nothing is recorded.
+// still the task's own (released by a `strata resume` that exited), or a live hold keeps it for
+// the task (hold-worktree.ts). Anything else means another task took it: `pooled-worktree-lost`,
+// and nothing is recorded.
 //
 // Whether a checkout is pooled at all is a path test first (pool-directory.ts), done before this
 // module is loaded, so a capture anywhere else costs nothing more.
@@ -53,9 +54,18 @@ async function heldByThisLine(holder: ProcessIdentity, pool: WorktreePool): Prom
   return runs === "running" || runs === "running-unverified";
 }
 
-/** Whether the capturing task still holds the worktree its record describes. */
-async function stillTheTasks(pool: WorktreePool, record: WorktreeRecord, owner: string | null): Promise<boolean> {
+/**
+ * Whether the task `owner` (this process's line) still holds the worktree its record describes:
+ * its take names this process or an ancestor, a live hold keeps it for the task, or nobody holds
+ * it and it is still the task's own.
+ */
+export async function stillTheTasks(
+  pool: WorktreePool,
+  record: WorktreeRecord,
+  owner: string | null,
+): Promise<boolean> {
   const judged = await judgeWorktree(pool, record, await pool.clock.now());
+  if (judged.keptUntil !== null) return owner !== null && record.owner === owner;
   if (record.take && judged.state !== "free") return heldByThisLine(record.take.holder, pool);
   return owner !== null && record.owner === owner;
 }

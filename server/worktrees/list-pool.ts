@@ -38,6 +38,8 @@ export interface PoolWorktree {
   leaseAgeMs: number;
   /** Held although not refreshed lately: its process still runs on this machine. */
   keptByProcess: boolean;
+  /** Held for its owner by a live hold until then (the pool filesystem's clock); null otherwise. */
+  keptUntil: number | null;
   createdAt: number;
   releasedAt: number | null;
 }
@@ -73,6 +75,7 @@ export async function describeWorktree(pool: WorktreePool, record: WorktreeRecor
     holder: record.take ? { pid: record.take.holder.pid, host: record.take.holder.host } : null,
     leaseAgeMs: judged.ageMs,
     keptByProcess: judged.keptByProcess,
+    keptUntil: judged.keptUntil,
     createdAt: record.createdAt,
     releasedAt: record.releasedAt,
   };

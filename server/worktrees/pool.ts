@@ -121,6 +121,11 @@ const takeSchema = z.strictObject({
   /** When it was taken, on the filesystem's clock. */
   at: z.number().finite(),
   holder: processIdentitySchema,
+  /**
+   * A live hold (hold-worktree.ts): the take keeps the worktree for its owner until then (the
+   * filesystem's clock), whoever refreshes; no other task may take it, prune it or reuse it.
+   */
+  until: z.number().finite().optional(),
 });
 
 const objectIdSchema = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
@@ -279,6 +284,8 @@ export function takeRecordAway(pool: WorktreePool, expected: WorktreeRecord): Pr
 export interface WorktreeJudgement extends LeaseJudgement {
   /** When it was released, or the take's last refresh, on the filesystem's clock. */
   since: number;
+  /** Held for its owner by a live hold until then (the filesystem's clock); null otherwise. */
+  keptUntil: number | null;
 }
 
 /** Whether a worktree is held, stale or free at `now` (the filesystem's clock). */
@@ -290,7 +297,14 @@ export async function judgeWorktree(
   const { take } = record;
   if (take === null) {
     const since = record.releasedAt ?? record.createdAt;
-    return { state: "free", ageMs: Math.max(0, now - since), keptByProcess: false, since };
+    return { state: "free", ageMs: Math.max(0, now - since), keptByProcess: false, since, keptUntil: null };
+  }
+  if (take.until !== undefined) {
+    // A live hold: held until its time, then free (no heartbeat is read or written).
+    const held = now < take.until;
+    const since = held ? take.at : take.until;
+    const ageMs = Math.max(0, now - since);
+    return { state: held ? "held" : "free", ageMs, keptByProcess: false, since, keptUntil: held ? take.until : null };
   }
   const read = await readJson(leaseFile(pool, record.name, take.token));
   const beat = read.found ? heartbeatSchema.safeParse(read.value).data : undefined;
@@ -299,5 +313,5 @@ export async function judgeWorktree(
     { refreshedAt: since, holder: take.holder },
     { now, me: pool.me, timings: pool.timings },
   );
-  return { ...judgement, since };
+  return { ...judgement, since, keptUntil: null };
 }

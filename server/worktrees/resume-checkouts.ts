@@ -11,6 +11,10 @@
 //
 // The recorded checkout, which may be the user's own, is only ever read: restores and resets
 // write into the pool (or the new directory) alone.
+//
+// A checkout the paused task holds live (`strata hold`) is a pooled worktree the pool keeps for
+// its owner: the task takes it again and continues there; the caller then ends the catalog's
+// hold (resumedLiveHolds).
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { realpath } from "node:fs/promises";
@@ -310,6 +314,19 @@ async function resumeOne(c: Context, checkout: ResumeCheckout) {
       ? resumeInPool(c, c.o.pool, key.repository, binding, base, reason)
       : restoreUnpooled(c, binding, base, key.pooled ? reason : `${reason}; ${key.message}`),
   );
+}
+
+/**
+ * The live holds a resume ended the pause of: those on this host (`hostNames`) of the checkouts
+ * it resumed (continued, restored or restored partly). The caller ends them in the catalog
+ * (`resumed`); the pool's side of such a hold ended when the resume took the worktree again.
+ */
+export function resumedLiveHolds(plan: ResumePlan, result: ResumeResult, hostNames: readonly string[]): string[] {
+  return plan.checkouts.flatMap((checkout) => {
+    const live = checkout.live;
+    const resumed = result.checkouts.find((c) => c.snapshotId === checkout.snapshot.id);
+    return live && hostNames.includes(live.host) && resumed && resumed.outcome !== "unrestored" ? [live.holdId] : [];
+  });
 }
 
 /** Resumes every checkout of the plan, one after the other. */

@@ -149,9 +149,10 @@ async function retake(
     if (!read.found || read.record.repository.identity !== repository.identity) return null;
     const record = read.record;
     const candidate = await describeWorktree(pool, record, await pool.clock.now());
-    // A marked worktree is half reset: not its owner's state, nor anyone's snapshot.
-    if (candidate.state !== "free" || candidate.marked) return null;
     const own = opts.owner != null && record.owner === opts.owner;
+    // A marked worktree is half reset: not its owner's state, nor anyone's snapshot. One a live
+    // hold keeps is its owner's to take again, and nobody else's.
+    if ((candidate.state !== "free" && !(own && candidate.keptUntil !== null)) || candidate.marked) return null;
     if (!own && !(opts.reuse && (await opts.reuse(candidate)))) return null;
     if (!(await lock.stillHeld())) return null;
     const take = await newTake(pool, name, opts.holder);
@@ -210,8 +211,9 @@ async function claimNew(
 function candidatesInOrder(worktrees: PoolWorktree[], opts: TakeWorktreeOptions): PoolWorktree[] {
   const rank = (w: PoolWorktree) =>
     (opts.owner != null && w.owner === opts.owner ? 0 : 2) + (opts.env != null && w.env === opts.env ? 0 : 1);
+  const heldForOwner = (w: PoolWorktree) => w.keptUntil !== null && opts.owner != null && w.owner === opts.owner;
   return worktrees
-    .filter((w) => w.state === "free" && !w.marked)
+    .filter((w) => (w.state === "free" || heldForOwner(w)) && !w.marked)
     .sort((a, b) => rank(a) - rank(b) || (b.releasedAt ?? 0) - (a.releasedAt ?? 0) || a.n - b.n);
 }
 
