@@ -9,6 +9,7 @@ const LINKS = [
   { href: "/repositories", label: "Repositories" },
   { href: "/snapshots", label: "Snapshots" },
   { href: "/pins", label: "Pins" },
+  { href: "/holds", label: "Live holds" },
   { href: "/restores", label: "Restores" },
   { href: "/degraded", label: "Degraded restores" },
   { href: "/gc", label: "Garbage collection" },

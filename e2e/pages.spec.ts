@@ -6,6 +6,7 @@ const PAGES = [
   { path: "/repositories", heading: "Repositories", shows: "web-app" },
   { path: "/snapshots", heading: "Snapshots", shows: "issue-501-flaky-e2e" },
   { path: "/pins", heading: "Pins", shows: "active pins" },
+  { path: "/holds", heading: "Live holds", shows: "issue-530-awaiting-review" },
   { path: "/restores", heading: "Restores", shows: "degraded" },
   { path: "/degraded", heading: "Degraded restores", shows: "Next step" },
   { path: "/gc", heading: "Garbage collection", shows: "Space held by retired snapshots" },

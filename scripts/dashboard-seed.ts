@@ -22,6 +22,7 @@ import { publishSnapshot } from "../server/content/layers.ts";
 import { pinSnapshot } from "../server/content/pins.ts";
 import { releaseRetiredHeads, retireSnapshot } from "../server/lineage/retirement.ts";
 import { acquireWorkspace } from "../server/acquire/acquire-workspace.ts";
+import { holdWorkspace } from "../server/lineage/hold-workspace.ts";
 import { reportRestore } from "../server/restore/report-restore.ts";
 // Seed data is made the way the tests make theirs.
 import { sha256, storeBytes as store } from "../server/testing/content.ts";
@@ -346,6 +347,28 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
     outcome: "degraded",
     missing: ["path:src/export/ledger.csv.ts"],
     now: at(ctx, 1),
+  });
+  // A task paused 40 minutes ago for a person's answer: its checkpoint appended, then its live
+  // workspace held (as on a provider that keeps idle workspaces: 14 days).
+  const review = new WorkContext(
+    ctx,
+    runner,
+    web,
+    "issue-530-awaiting-review",
+    "fix/review-comments",
+    "/workspaces/ws-530",
+    true,
+  );
+  await review.start(0.05);
+  await review.checkpoint(0.03);
+  await holdWorkspace(db, {
+    agent: runner.scope,
+    workContextId: review.id,
+    snapshotId: review.head!,
+    workspace: review.workspace,
+    host: "worker-3",
+    providers: { [BACKEND]: { idlePersistentHolds: true } },
+    now: at(ctx, 0.03),
   });
   // A batch job that acquired a workspace and has not reported yet: its pin is in flight.
   await acquireWorkspace(db, {

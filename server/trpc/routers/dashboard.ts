@@ -9,6 +9,7 @@ import { previewRetirement, retirementSubjectInput } from "../../dashboard/retir
 import { retireLineageByUser, retireLineageByUserInput } from "../../lineage/retire-lineage-by-user.ts";
 import { retireSnapshotByUser, retireSnapshotByUserInput } from "../../lineage/retire-snapshot-by-user.ts";
 import { forkCheckpoint, forkCheckpointInput } from "../../lineage/fork-checkpoint.ts";
+import { listLiveHolds, listLiveHoldsInput, liveHoldListSchema } from "../../lineage/list-live-holds.ts";
 import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
 import { repositoryPool, repositoryPoolInput, repositoryPoolSchema } from "../../dashboard/repository-pool.ts";
 import { loadConfig } from "../../config/config.ts";
@@ -34,6 +35,10 @@ export const dashboardRouter = router({
     }),
   snapshot: staff.input(snapshotDetailInput).query(({ ctx, input }) => snapshotDetail(ctx.db, input)),
   pins: staff.input(inspectPinsInput.prefault({})).query(({ ctx, input }) => inspectPins(ctx.db, input)),
+  liveHolds: staff
+    .input(listLiveHoldsInput.prefault({}))
+    .output(liveHoldListSchema)
+    .query(({ ctx, input }) => listLiveHolds(ctx.db, input)),
   audit: staff.input(listAuditEventsInput.prefault({})).query(({ ctx, input }) => listAuditEvents(ctx.db, input)),
   collection: staff.query(({ ctx }) => collectionOverview(ctx.db)),
 
