@@ -231,6 +231,8 @@ function describeAcquire(done: AcquireAndRestoreResult, into: string): string {
       const deps = describeDependencies(step.dependencies);
       if (deps) lines.push(`  ${deps}`);
     } else if (step.error) lines.push(`${what}: refused (${step.error.code}): ${step.error.message}`);
+    else if (step.plan.live)
+      lines.push(`${what}: continues in the held workspace ${step.plan.live.workspace}, nothing restored.`);
     else lines.push(`${what}: nothing to restore; clone the repository into ${into} and check out the canonical ref.`);
   }
   if (done.steps.at(-1)?.plan.mustInspectExternalState) {
@@ -337,6 +339,7 @@ export function registerRestore(program: Command): void {
     await reporting(json, "restore", async () => {
       const into = resolve(flags.into);
       const { acquireAndRestore } = await restoring();
+      const { continuesLive } = await import("../../server/worktrees/continue-live.ts");
       const stores = await objectStoreOptions(flags.objectStore);
       const done = await withRestorePort(flags, (port) =>
         acquireAndRestore(port, {
@@ -353,6 +356,7 @@ export function registerRestore(program: Command): void {
           stateDir: resolve(flags.stateDir ?? defaultStateDir()),
           dependencies: flags.deps,
           onProgress: onProgress(json),
+          continueLive: (plan) => continuesLive(port, plan),
         }),
       );
       progress("");

@@ -258,6 +258,12 @@ export interface AcquireAndRestoreOptions extends Omit<RestoreOptions, "blobs" |
   host: string;
   /** Add the dependency cache of the restored snapshot's envHash (default true). */
   dependencies?: boolean;
+  /**
+   * On the live rung: whether the held workspace still is the plan's snapshot. When it is, the
+   * task continues there, nothing is restored, and the restore is reported done; otherwise the
+   * snapshot is restored into `into` as on the checkpoint rung.
+   */
+  continueLive?: (plan: RestorePlan) => Promise<boolean>;
 }
 
 interface AcquireStep {
@@ -346,11 +352,16 @@ export async function acquireAndRestore(
   opts: AcquireAndRestoreOptions,
 ): Promise<AcquireAndRestoreResult> {
   const target = await checkTarget(opts.into);
-  const { acquire, into: _into, host, ...restoreOptions } = opts;
+  const { acquire, into: _into, host, continueLive, ...restoreOptions } = opts;
   let plan: RestorePlan | null = await port.acquire({ ...acquire, workspace: target, host });
   const steps: AcquireStep[] = [];
   const workContextId = plan.workContextId;
   while (plan) {
+    if (plan.live && continueLive && (await continueLive(plan))) {
+      await port.reportRestore({ restoreId: plan.restoreId, outcome: "restored" });
+      steps.push({ plan, result: null, reported: "restored", error: null });
+      return { steps, path: plan.live.workspace, workContextId };
+    }
     if (!plan.snapshot) {
       await port.reportRestore({ restoreId: plan.restoreId, outcome: "restored" });
       steps.push({ plan, result: null, reported: "restored", error: null });

@@ -1,7 +1,8 @@
 // A paused task's live hold on this host, end to end with real git and a catalog of each kind: the
 // task works in a pooled worktree, appends its pause checkpoint from there and holds it. While
 // the hold lasts, no other task takes, reuses or prunes the worktree; acquire on this host offers
-// it (the live rung: the same directory, nothing restored) and acquire on another host the
+// it (the live rung) and `strata acquire` continues there, the same directory, nothing restored
+// (or restores the checkpoint when the worktree no longer is it); acquire on another host gets the
 // checkpoint; `strata resume` continues in it and ends the hold. Once the hold expired, acquire
 // restores the checkpoint instead and the pool may reuse the worktree. Clocks are explicit.
 import { existsSync, realpathSync } from "node:fs";
@@ -13,7 +14,7 @@ import { holdWorkspace } from "../lineage/hold-workspace.ts";
 import { releaseLiveHold } from "../lineage/release-live-hold.ts";
 import { planResume } from "../restore/plan-resume.ts";
 import { reportRestore } from "../restore/report-restore.ts";
-import { loadCaptureManifest, localRestorePort, restoreSnapshot } from "../restore/restore-snapshot.ts";
+import { acquireAndRestore, localRestorePort, restoreSnapshot } from "../restore/restore-snapshot.ts";
 import { captureInto } from "../testing/checkouts.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
@@ -34,7 +35,7 @@ import { prunePool } from "./prune-pool.ts";
 import { resumeCheckouts, resumedLiveHolds, type ResumeResult } from "./resume-checkouts.ts";
 import { isReusable } from "./reuse-worktree.ts";
 import { releaseWorktree, takeWorktree, type HeldWorktree } from "./take-worktree.ts";
-import { checkWorktree, continuesAt } from "./verify-worktree.ts";
+import { continuesLive } from "./continue-live.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -193,6 +194,16 @@ describeEachDatabase("live holds on this host", (catalog) => {
     expect(ended).toMatchObject({ status: "ended", endReason: "resumed" });
   });
 
+  /** What `strata acquire` runs: acquire, then continue in the held workspace or restore. */
+  const acquireAndContinue = (workContextId: string, into: string) =>
+    acquireAndRestore(port(), {
+      acquire: { ...COORDINATES, canonicalRef: "main", workContextId },
+      into,
+      host: HOST,
+      stateDir: join(machine, "state"),
+      continueLive: (plan) => continuesLive(port(), plan),
+    });
+
   it("acquire offers the held worktree on its host, nothing restored; another host gets the checkpoint", async () => {
     const now = new Date();
     const paused = await pausedInPool({ now });
@@ -202,28 +213,43 @@ describeEachDatabase("live holds on this host", (catalog) => {
     expect(elsewhere).toMatchObject({ rung: "checkpoint", live: null, snapshot: { id: paused.checkpointId } });
 
     const untouched = expectUntouched(paused.worktree);
-    const plan = await acquireOn(paused.workContextId, HOST, now, target);
-    expect(plan).toMatchObject({
-      rung: "live",
-      snapshot: { id: paused.checkpointId },
-      live: { holdId: paused.hold.id, workspace: paused.worktree, host: HOST },
-    });
-    // What `strata acquire` and a resume do with it: the directory is still the checkpoint, so
-    // the task continues there and the restore is reported done, nothing written anywhere.
-    const { manifest } = await loadCaptureManifest(port(), plan.snapshot!);
-    const verified = await checkWorktree({ snapshotId: paused.checkpointId, manifest }, plan.live!.workspace);
-    expect(continuesAt(verified)).toBe(true);
-    await reportRestore(catalog().db, {
-      agent: agent.scope,
-      restoreId: plan.restoreId,
-      outcome: "restored",
-      treeId: paused.manifest.tree,
-      now,
-    });
+    const done = await acquireAndContinue(paused.workContextId, target);
+    expect(done.path).toBe(paused.worktree);
+    expect(done.steps).toEqual([
+      expect.objectContaining({
+        plan: expect.objectContaining({
+          rung: "live",
+          snapshot: expect.objectContaining({ id: paused.checkpointId }),
+          live: expect.objectContaining({ holdId: paused.hold.id, workspace: paused.worktree, host: HOST }),
+        }),
+        result: null,
+        reported: "restored",
+      }),
+    ]);
     untouched();
     expect(existsSync(target)).toBe(false);
+    const restore = await catalog().db.restore.findUniqueOrThrow({ where: { id: done.steps[0]!.plan.restoreId } });
+    expect(restore).toMatchObject({ rung: "checkpoint", snapshotId: paused.checkpointId, outcome: "restored" });
     const hold = await catalog().db.liveHold.findUniqueOrThrow({ where: { id: paused.hold.id } });
     expect(hold.endReason).toBe("resumed");
+  });
+
+  it("restores the checkpoint when the held worktree no longer is it", async () => {
+    const paused = await pausedInPool({ now: new Date() });
+    write(paused.worktree, "a.txt", "changed after the pause by something else\n");
+    const target = join(temporaryDirectory("strata-target-"), "checkout");
+    const done = await acquireAndContinue(paused.workContextId, target);
+    expect(done.path).toBe(target);
+    expect(done.steps).toEqual([
+      expect.objectContaining({
+        plan: expect.objectContaining({ rung: "live" }),
+        result: expect.objectContaining({
+          status: "restored",
+          holds: expect.objectContaining({ tree: paused.manifest.tree }),
+        }),
+        reported: "restored",
+      }),
+    ]);
   });
 
   it("restores the checkpoint once the hold expired, and the pool may reuse the worktree then", async () => {
