@@ -28,7 +28,7 @@ function isErrorCode(code: unknown): code is ErrorCode {
 }
 
 /** The StrataError a server described (tRPC's error.data.strata, or a blob route's JSON body). */
-export function fromShape(shape: StrataShape | undefined | null, fallback: string): StrataError | null {
+function fromShape(shape: StrataShape | undefined | null, fallback: string): StrataError | null {
   if (!shape || !isErrorCode(shape.code)) return null;
   return new StrataError(shape.code, shape.message ?? fallback, {
     hint: shape.hint ?? undefined,
@@ -37,7 +37,7 @@ export function fromShape(shape: StrataShape | undefined | null, fallback: strin
 }
 
 /** The StrataError behind a failed call; `unreachable` (UNAVAILABLE) when the server was not reached. */
-export function remoteError(error: unknown, unreachable: ErrorCode = "UNAVAILABLE"): StrataError {
+function remoteError(error: unknown, unreachable: ErrorCode = "UNAVAILABLE"): StrataError {
   if (error instanceof StrataError) return error;
   if (error instanceof TRPCClientError) {
     const typed = fromShape((error.data as { strata?: StrataShape } | undefined)?.strata, error.message);
@@ -53,7 +53,7 @@ export function remoteError(error: unknown, unreachable: ErrorCode = "UNAVAILABL
 }
 
 /** The StrataError of a blob route's non-OK response. */
-export async function blobResponseError(
+async function blobResponseError(
   response: Response,
   what: string,
   fallbackCode: ErrorCode,

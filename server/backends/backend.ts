@@ -119,7 +119,7 @@ export interface SnapshotBackend {
   content(ref: string, ctx: { source: BlobSource; known(ref: string): Promise<boolean> }): Promise<ArtifactContent>;
 }
 
-export interface ArtifactContent {
+interface ArtifactContent {
   digests: string[];
   /** The earlier artifact the rest of the content is kept by, or null. */
   base: string | null;
