@@ -98,7 +98,7 @@ const MAY_IMPORT = {
   dashboard: ["worktrees", "gc", "lineage", "caches", "backends", "content", "audit", "db", "domain"],
   lineage: ["backends", "content", "audit", "db", "domain"],
   audit: ["db", "domain"],
-  caches: ["lineage", "backends", "content", "db", "domain"],
+  caches: ["lineage", "backends", "content", "db", "git", "domain"],
   backends: ["content", "db", "git", "domain"],
   content: ["db", "domain"],
   auth: ["db", "domain", "config"],

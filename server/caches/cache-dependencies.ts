@@ -3,9 +3,11 @@
 // an envHash (no lockfile), without the directories, or whose envHash has no cache simply gets
 // none, and says so.
 import { join } from "node:path";
-import { lstat } from "node:fs/promises";
+import { lstat, readdir, rename } from "node:fs/promises";
 import { backendFor } from "../backends/registry.ts";
-import { isStrataError } from "../domain/errors.ts";
+import type { BackendRestoreOutcome } from "../backends/backend.ts";
+import { isStrataError, type StrataError } from "../domain/errors.ts";
+import { createStaging } from "../git/restore-staging.ts";
 import type { DependencyCachePort } from "./dependency-port.ts";
 
 export type CacheCaptureResult =
@@ -70,43 +72,77 @@ export type CacheRestoreResult =
   | { status: "restored" | "degraded"; envHash: string; ref: string; paths: string[]; missing: string[] }
   | { status: "none" | "present" | "failed"; envHash: string | null; reason: string };
 
+/** A cache being restored beside a checkout that is being restored too. */
+export interface PreparedDependencies {
+  /** Moves the restored directories into the checkout at `into` (or says why not) and tidies up. */
+  place(into: string): Promise<CacheRestoreResult>;
+  /** Drops what was restored (the checkout was not). */
+  discard(): Promise<void>;
+}
+
+function failed(envHash: string, error: StrataError): CacheRestoreResult {
+  return { status: "failed", envHash, reason: `${error.code}: ${error.message}` };
+}
+
 /**
- * Adds the cache of `envHash` (of the repository of snapshot `snapshotId`) to the restored checkout at `into`: `none` when there is no cache
- * for it, `present` when the checkout has the directories already, `failed` (the checkout is left
- * as it was) when the cache cannot be restored.
+ * Starts restoring the cache of `envHash` (of the repository of snapshot `snapshotId`) into a
+ * staging directory next to `target`, verified there, while the checkout itself is restored;
+ * `place` then moves its top-level directories into the checkout. `none` when there is no cache
+ * for the envHash, `present` when the checkout has the directories already, `failed` (the
+ * checkout is left as it was) when the cache cannot be restored.
  */
-export async function restoreDependencies(
+export async function prepareDependencies(
   port: Pick<DependencyCachePort, "find" | "store">,
-  opts: { into: string; snapshotId: string; envHash: string | null; stateDir: string; signal?: AbortSignal },
-): Promise<CacheRestoreResult> {
-  if (!opts.envHash) return { status: "none", envHash: null, reason: "the snapshot has no envHash" };
-  const { exact } = await port.find({ snapshotId: opts.snapshotId, envHash: opts.envHash });
-  if (!exact) return { status: "none", envHash: opts.envHash, reason: "no dependency cache for this envHash" };
-  for (const path of exact.paths) {
-    if (await lstat(join(opts.into, path)).catch(() => null)) {
-      return { status: "present", envHash: opts.envHash, reason: `${path} is in the checkout already` };
-    }
-  }
-  let outcome;
+  opts: { target: string; snapshotId: string; envHash: string | null; stateDir: string; signal?: AbortSignal },
+): Promise<PreparedDependencies> {
+  const settled = (result: CacheRestoreResult): PreparedDependencies => ({
+    place: async () => result,
+    discard: async () => undefined,
+  });
+  const envHash = opts.envHash;
+  if (!envHash) return settled({ status: "none", envHash: null, reason: "the snapshot has no envHash" });
+  const { exact } = await port.find({ snapshotId: opts.snapshotId, envHash });
+  if (!exact) return settled({ status: "none", envHash, reason: "no dependency cache for this envHash" });
+
+  const staging = await createStaging(`${opts.target}.deps`, opts.stateDir);
+  let outcome: BackendRestoreOutcome;
   try {
-    outcome = await backendFor(exact.kind).restore(exact.ref, opts.into, {
+    outcome = await backendFor(exact.kind).restore(exact.ref, staging.dir, {
       source: port.store,
       stateDir: opts.stateDir,
-      mode: "add",
       signal: opts.signal,
     });
   } catch (error) {
+    await staging.discard();
     if (!isStrataError(error)) throw error;
-    return { status: "failed", envHash: opts.envHash, reason: `${error.code}: ${error.message}` };
+    return settled(failed(envHash, error));
   }
   if (outcome.status === "unrestored") {
-    return { status: "failed", envHash: opts.envHash, reason: `${outcome.error.code}: ${outcome.error.message}` };
+    await staging.discard();
+    return settled(failed(envHash, outcome.error));
   }
+  const restored = outcome;
   return {
-    status: outcome.status,
-    envHash: opts.envHash,
-    ref: exact.ref,
-    paths: exact.paths,
-    missing: outcome.status === "degraded" ? outcome.missing.paths : [],
+    async place(into) {
+      try {
+        const tops = await readdir(staging.dir);
+        for (const top of tops) {
+          if (await lstat(join(into, top)).catch(() => null)) {
+            return { status: "present", envHash, reason: `${top} is in the checkout already` };
+          }
+        }
+        for (const top of tops) await rename(join(staging.dir, top), join(into, top));
+        return {
+          status: restored.status,
+          envHash,
+          ref: exact.ref,
+          paths: exact.paths,
+          missing: restored.status === "degraded" ? restored.missing.paths : [],
+        };
+      } finally {
+        await staging.discard();
+      }
+    },
+    discard: () => staging.discard(),
   };
 }

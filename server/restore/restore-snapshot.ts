@@ -5,6 +5,7 @@
 //   the snapshot's row (agent-scoped) → its full manifest (a blob) → restoreWorktree → the
 //   outcome reported with workspace.reportRestore when the restore belongs to an acquire.
 import { createHash, randomUUID } from "node:crypto";
+import { resolve } from "node:path";
 import type { Db } from "../db/client.ts";
 import { isStrataError, StrataError } from "../domain/errors.ts";
 import { missingEntries, type RestoreResult } from "../domain/restore-result.ts";
@@ -18,7 +19,7 @@ import { pinSnapshot, releasePin } from "../content/pins.ts";
 import { getSnapshot } from "../lineage/snapshots.ts";
 import { acquireWorkspace, type AcquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
 import { reportRestore, type ReportRestoreInput } from "./report-restore.ts";
-import { restoreDependencies, type CacheRestoreResult } from "../caches/cache-dependencies.ts";
+import { prepareDependencies, type CacheRestoreResult } from "../caches/cache-dependencies.ts";
 import { backendFor } from "../backends/registry.ts";
 import { localDependencyPort, type DependencyCachePort } from "../caches/dependency-port.ts";
 
@@ -228,21 +229,44 @@ export async function restoreSnapshot(port: RestorePort, opts: RestoreSnapshotOp
     }
     const { manifest } = await loadCaptureManifest(port, snapshot, opts.signal);
     const candidates = await earlierCommits(port, snapshot);
-    const report = await restoreWorktree({ snapshotId: snapshot.id, manifest }, opts.into, {
-      ...opts,
-      blobs: port,
-      candidates,
-    });
-    let dependencies: CacheRestoreResult | null = null;
-    if (opts.dependencies !== false && port.dependencies && report.path && report.result.status !== "unrestored") {
-      opts.onProgress?.({ phase: "publish", message: "adding the dependency directories of its envHash" });
-      dependencies = await restoreDependencies(port.dependencies, {
-        into: report.path,
-        snapshotId: snapshot.id,
-        envHash: envHashOf(manifest),
-        stateDir: opts.stateDir,
-        signal: opts.signal,
+    // The dependency cache of the snapshot's envHash is restored beside the checkout, at once.
+    const preparing =
+      opts.dependencies !== false && port.dependencies
+        ? prepareDependencies(port.dependencies, {
+            target: resolve(opts.into),
+            snapshotId: snapshot.id,
+            envHash: envHashOf(manifest),
+            stateDir: opts.stateDir,
+            signal: opts.signal,
+          })
+        : null;
+    // Settled before anything is thrown, so nothing of it is left behind.
+    const prepared = preparing?.then(
+      (p) => ({ p, error: null }),
+      (error: unknown) => ({ p: null, error }),
+    );
+    let report: RestoreReport;
+    try {
+      report = await restoreWorktree({ snapshotId: snapshot.id, manifest }, opts.into, {
+        ...opts,
+        blobs: port,
+        candidates,
       });
+    } catch (error) {
+      await (await prepared)?.p?.discard();
+      throw error;
+    }
+    let dependencies: CacheRestoreResult | null = null;
+    const deps = await prepared;
+    if (deps?.error) {
+      // The checkout is restored; the cache, reproducible state, is only reported missing.
+      const reason = deps.error instanceof Error ? deps.error.message : String(deps.error);
+      dependencies = { status: "failed", envHash: envHashOf(manifest), reason: reason.slice(0, 500) };
+    } else if (deps?.p) {
+      if (report.path && report.result.status !== "unrestored") {
+        opts.onProgress?.({ phase: "publish", message: "adding the dependency directories of its envHash" });
+        dependencies = await deps.p.place(report.path);
+      } else await deps.p.discard();
     }
     return { ...report, snapshot, dependencies };
   } finally {

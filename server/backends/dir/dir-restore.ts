@@ -202,12 +202,16 @@ export async function restoreDir(ref: string, into: string, opts: DirRestoreOpti
     let done = 0;
     let bytes = 0;
     const written = new Map<string, string>();
+    let sinceYield = 0;
     const write = async (entry: DirFileEntry, ready: ReadonlyMap<string, Buffer>) => {
       try {
         const inMemory = entry.chunks ? undefined : ready.get(entry.digest);
         const digest = inMemory
           ? writeSmallFile(staging.dir, entry, inMemory)
           : await writeFileEntry(opts.source, ready, staging.dir, entry, opts.signal);
+        // Synchronous writes hold the event loop: let other work (a checkout restored beside
+        // this, a heartbeat) run between every few of them.
+        if (inMemory && ++sinceYield % 32 === 0) await new Promise((wake) => setImmediate(wake));
         written.set(entry.path, digest);
         bytes += entry.size;
       } catch (error) {
@@ -220,12 +224,23 @@ export async function restoreDir(ref: string, into: string, opts: DirRestoreOpti
       }
       progress("write", ++done, files.length);
     };
-    for (let start = 0; start < files.length; start += GROUP_FILES) {
-      const group = files.slice(start, start + GROUP_FILES);
-      const small = group.filter((f) => !f.chunks).map((f) => f.digest);
-      const ready = opts.source.readMany ? await opts.source.readMany(small) : new Map<string, Buffer>();
+    const groups: DirFileEntry[][] = [];
+    for (let start = 0; start < files.length; start += GROUP_FILES)
+      groups.push(files.slice(start, start + GROUP_FILES));
+    const readGroup = (group: DirFileEntry[] | undefined) => {
+      const small = (group ?? []).filter((f) => !f.chunks).map((f) => f.digest);
+      return opts.source.readMany && small.length > 0
+        ? opts.source.readMany(small)
+        : Promise.resolve(new Map<string, Buffer>());
+    };
+    // The next group's small files are read while this group's are written.
+    let reading = readGroup(groups[0]);
+    for (const [i, group] of groups.entries()) {
+      const ready = await reading;
+      reading = readGroup(groups[i + 1]);
       await mapParallel(group, (entry) => write(entry, ready), 16);
     }
+    await reading;
     for (const entry of entries)
       if (entry.type === "symlink") await symlink(entry.target, join(staging.dir, entry.path));
     // Directory modes last, deepest first: a read-only directory is filled before it is closed.
