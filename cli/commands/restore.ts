@@ -111,8 +111,12 @@ export async function withRestorePort<T>(flags: ConnectionFlags, fn: (port: Rest
     const { remoteRestorePort } = await import("../restore-client.ts");
     return fn(remoteRestorePort(server));
   }
-  const { localRestorePort } = await restoring();
-  return withCatalog(async (db) => fn(localRestorePort(db, await localAgent(db, flags.agent))));
+  const [{ localRestorePort }, { loadConfig }] = await Promise.all([
+    restoring(),
+    import("../../server/config/config.ts"),
+  ]);
+  const { providers } = loadConfig();
+  return withCatalog(async (db) => fn(localRestorePort(db, await localAgent(db, flags.agent), providers)));
 }
 
 function defaultStateDir(): string {

@@ -29,6 +29,7 @@ import { findOrCreateRepository } from "../lineage/repositories.ts";
 import { snapshotRefSelect, toSnapshotRef, type SnapshotRefRow } from "../lineage/snapshots.ts";
 import { acquireByStatement } from "./acquire-statement.ts";
 import { claimLiveHold } from "./claim-live-hold.ts";
+import { providerCapabilities, type ProviderSettings } from "../backends/providers.ts";
 import {
   buildPlan,
   hasOwnCheckpoints,
@@ -196,15 +197,53 @@ const ACQUIRE_ATTEMPTS = 20;
  * dialect decides which, never the caller; both read the same facts, the ladder is
  * decideAcquire's, and acquire-contract.test.ts runs the same suite on all three.
  */
+/**
+ * The facts of a provider without snapshots: no baseline, no fork source, and the lineage's head
+ * only while the work context holds its workspace on this host (the live rung), else cold. The
+ * work context's own checkpoints still count as state it had (mustInspectExternalState).
+ */
+async function withoutSnapshots(
+  tx: Db,
+  facts: AcquireFacts,
+  opts: { agentId: string; host: string; now: Date },
+): Promise<AcquireFacts> {
+  const head = facts.head;
+  const held =
+    head && facts.lineage
+      ? await tx.liveHold.count({
+          where: {
+            agentId: opts.agentId,
+            lineageId: facts.lineage.id,
+            snapshotId: head.id,
+            host: opts.host,
+            endedAt: null,
+            expiresAt: { gt: opts.now },
+          },
+        })
+      : 0;
+  return {
+    ...facts,
+    head: held > 0 ? head : null,
+    hasCheckpoints: facts.hasCheckpoints || head !== null,
+    baseline: null,
+    forkSource: null,
+    heldOriginal: null,
+  };
+}
+
 export async function acquireWorkspace(
   db: Db,
-  opts: AcquireWorkspaceInput & { agent: AgentScope; now?: Date },
+  opts: AcquireWorkspaceInput & { agent: AgentScope; now?: Date; providers?: ProviderSettings },
 ): Promise<RestorePlan> {
-  const input = acquireWorkspaceInput.parse(clientFields(opts, "agent", "now"));
+  const input = acquireWorkspaceInput.parse(clientFields(opts, "agent", "now", "providers"));
   const agentId = opts.agent.agentId;
   const workContextId = input.workContextId ?? mintWorkContextId();
   const key = { agentId, workContextId, backendKind: input.backendKind, baseImage: input.baseImage };
-  const runner = dialectOf(db).statementRunner(db);
+  // A provider without snapshots (STRATA_PROVIDERS) restores nothing: its work contexts continue
+  // in a workspace they hold on the host, else start cold. Decided by the transaction below on
+  // both databases (the set-based statement knows only the snapshot ladder).
+  const snapshots = !opts.providers || providerCapabilities(opts.providers, input.backendKind).snapshots;
+  const runner = snapshots ? dialectOf(db).statementRunner(db) : null;
   const plan = (
     restoreId: string,
     choice: RestoreChoice,
@@ -300,7 +339,8 @@ export async function acquireWorkspace(
   }
   return inTransaction(db, async (tx) => {
     const now = opts.now ?? new Date();
-    const facts = await readAcquireFacts(tx, input, key, now);
+    const read = await readAcquireFacts(tx, input, key, now);
+    const facts = snapshots ? read : await withoutSnapshots(tx, read, { agentId, host: input.host, now });
     const decision = decideAcquire(facts);
     const { chosen } = decision;
     const lineage =

@@ -15,6 +15,7 @@ import {
 import type { AgentScope } from "../domain/scope.ts";
 import type { RestorePlan } from "../domain/views.ts";
 import { JobQueue } from "./queue.ts";
+import type { ProviderSettings } from "../backends/providers.ts";
 import { acquireWorkspace, acquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
 import { clientFields } from "../domain/client-fields.ts";
 
@@ -37,10 +38,7 @@ export const enqueueCaptureInput = captureJobDataSchema.extend({ host: hostNameS
 export type EnqueueCaptureInput = z.input<typeof enqueueCaptureInput>;
 
 /** Asks the worker on `host` to capture the checkout at `dir` into the lineage of `key`. */
-export async function enqueueCapture(
-  db: Db,
-  opts: EnqueueCaptureInput & { agent: AgentScope },
-): Promise<JobView> {
+export async function enqueueCapture(db: Db, opts: EnqueueCaptureInput & { agent: AgentScope }): Promise<JobView> {
   const input = enqueueCaptureInput.parse(clientFields(opts, "agent"));
   const job = await queueOf(db).enqueue(db, {
     kind: "capture",
@@ -66,11 +64,11 @@ export type EnqueueRestoreInput = z.input<typeof enqueueRestoreInput>;
  */
 export async function enqueueRestore(
   db: Db,
-  opts: EnqueueRestoreInput & { agent: AgentScope },
+  opts: EnqueueRestoreInput & { agent: AgentScope; providers?: ProviderSettings },
 ): Promise<{ plan: RestorePlan; job: JobView | null }> {
-  const input = enqueueRestoreInput.parse(clientFields(opts, "agent"));
+  const input = enqueueRestoreInput.parse(clientFields(opts, "agent", "providers"));
   return inTransaction(db, async (tx) => {
-    const plan = await acquireWorkspace(tx, { ...input, agent: opts.agent });
+    const plan = await acquireWorkspace(tx, { ...input, agent: opts.agent, providers: opts.providers });
     if (!plan.snapshot) return { plan, job: null };
     const job = await queueOf(db).enqueue(tx, {
       kind: "restore",
@@ -92,10 +90,7 @@ export const listJobsInput = z.strictObject({
 });
 export type ListJobsInput = z.input<typeof listJobsInput>;
 
-export async function listJobs(
-  db: Db,
-  opts: ListJobsInput & { agent: AgentScope },
-): Promise<JobView[]> {
+export async function listJobs(db: Db, opts: ListJobsInput & { agent: AgentScope }): Promise<JobView[]> {
   const input = listJobsInput.parse(clientFields(opts, "agent"));
   return queueOf(db).list(db, { ...input, agentId: opts.agent.agentId });
 }
@@ -111,10 +106,7 @@ export async function getJob(db: Db, opts: { jobId: string; agent: AgentScope })
 }
 
 /** Cancels one of the agent's jobs; a running one is aborted at its worker's next heartbeat. */
-export async function cancelJob(
-  db: Db,
-  opts: { jobId: string; agent: AgentScope },
-): Promise<JobView> {
+export async function cancelJob(db: Db, opts: { jobId: string; agent: AgentScope }): Promise<JobView> {
   const job = await queueOf(db).cancel(db, opts.jobId, { agentId: opts.agent.agentId });
   if (!job) throw notFound(opts.jobId);
   return job;

@@ -21,6 +21,7 @@ import { acquireWorkspace, type AcquireWorkspaceInput } from "../acquire/acquire
 import { reportRestore, type ReportRestoreInput } from "./report-restore.ts";
 import { prepareDependencies, type CacheRestoreResult } from "../caches/cache-dependencies.ts";
 import { backendFor } from "../backends/registry.ts";
+import type { ProviderSettings } from "../backends/providers.ts";
 import { localDependencyPort, type DependencyCachePort } from "../caches/dependency-port.ts";
 
 /** What restoring needs from a catalog, acting as one agent. */
@@ -36,8 +37,8 @@ export interface RestorePort extends BlobSource {
   dependencies?: Pick<DependencyCachePort, "find" | "store">;
 }
 
-/** The catalog in this process's database. */
-export function localRestorePort(db: Db, agent: AgentScope): RestorePort {
+/** The catalog in this process's database (`providers`: STRATA_PROVIDERS, for acquire's decision). */
+export function localRestorePort(db: Db, agent: AgentScope, providers?: ProviderSettings): RestorePort {
   return {
     getSnapshot: (snapshotId) => getSnapshot(db, { snapshotId, agent, includeRetired: true }),
     // Only the bytes granted to the agent, as over HTTP: a manifest naming another agent's
@@ -47,7 +48,7 @@ export function localRestorePort(db: Db, agent: AgentScope): RestorePort {
       if (!info) throw blobMissing(digest);
       return readBlob(db, info);
     },
-    acquire: (input) => acquireWorkspace(db, { ...input, agent }),
+    acquire: (input) => acquireWorkspace(db, { ...input, agent, providers }),
     reportRestore: (input) => reportRestore(db, { ...input, agent }),
     async pin(snapshotId, pinId, expiresInSeconds) {
       await pinSnapshot(db, {

@@ -11,6 +11,7 @@ import {
   listJobs,
   listJobsInput,
 } from "../../jobs/agent-jobs.ts";
+import { configuredProviders } from "../configured-providers.ts";
 import { agentProcedure, router } from "../init.ts";
 
 const jobRef = z.strictObject({ jobId: z.string().min(1).max(100) });
@@ -24,7 +25,9 @@ export const jobRouter = router({
   enqueueRestore: agentProcedure
     .input(enqueueRestoreInput)
     .output(z.object({ plan: restorePlanSchema, job: jobViewSchema.nullable() }))
-    .mutation(({ ctx, input }) => enqueueRestore(ctx.db, { ...input, agent: ctx.agent })),
+    .mutation(({ ctx, input }) =>
+      enqueueRestore(ctx.db, { ...input, agent: ctx.agent, providers: configuredProviders() }),
+    ),
   get: agentProcedure
     .input(jobRef)
     .output(jobViewSchema)

@@ -1,6 +1,4 @@
 import { acquireWorkspace, acquireWorkspaceInput } from "../../acquire/acquire-workspace.ts";
-import type { ProviderSettings } from "../../backends/providers.ts";
-import { loadConfig } from "../../config/config.ts";
 import { holdWorkspace, holdWorkspaceInput } from "../../lineage/hold-workspace.ts";
 import { releaseLiveHold, releaseLiveHoldInput } from "../../lineage/release-live-hold.ts";
 import { planResume, planResumeInput } from "../../restore/plan-resume.ts";
@@ -8,17 +6,16 @@ import { reportRestore, reportRestoreInput } from "../../restore/report-restore.
 import { liveHoldViewSchema } from "../../domain/live-holds.ts";
 import { resumePlanSchema } from "../../domain/resume-plan.ts";
 import { reportRestoreResultSchema, restorePlanSchema } from "../../domain/views.ts";
+import { configuredProviders } from "../configured-providers.ts";
 import { agentProcedure, router } from "../init.ts";
-
-// The providers' capabilities (STRATA_PROVIDERS), read once: `strata serve` checked them at start.
-let providers: ProviderSettings | undefined;
-const configuredProviders = () => (providers ??= loadConfig().providers);
 
 export const workspaceRouter = router({
   acquire: agentProcedure
     .input(acquireWorkspaceInput)
     .output(restorePlanSchema)
-    .mutation(({ ctx, input }) => acquireWorkspace(ctx.db, { ...input, agent: ctx.agent })),
+    .mutation(({ ctx, input }) =>
+      acquireWorkspace(ctx.db, { ...input, agent: ctx.agent, providers: configuredProviders() }),
+    ),
   reportRestore: agentProcedure
     .input(reportRestoreInput)
     .output(reportRestoreResultSchema)
