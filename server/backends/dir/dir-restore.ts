@@ -7,7 +7,7 @@
 // Content the store no longer has does not stop the restore unless asked to: the files whose
 // pieces are missing are left out and named, and the outcome is degraded.
 import { createHash } from "node:crypto";
-import { closeSync, fchmodSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { chmod, lstat, open, rename, rm, symlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
@@ -102,7 +102,13 @@ function writeSmallFile(into: string, entry: DirFileEntry, bytes: Buffer): strin
   if (bytes.length !== entry.size) throw damaged(entry.digest);
   const digest = sha256(bytes);
   if (digest !== entry.digest) throw damaged(entry.digest);
-  const fd = openSync(join(into, entry.path), "wx", 0o600);
+  const path = join(into, entry.path);
+  // The usual modes (0644, 0755) survive the umask: created with their mode, no chmod after.
+  if ((entry.mode & ~UMASK) === entry.mode) {
+    writeFileSync(path, bytes, { flag: "wx", mode: entry.mode });
+    return digest;
+  }
+  const fd = openSync(path, "wx", 0o600);
   try {
     writeSync(fd, bytes);
     fchmodSync(fd, entry.mode);
@@ -111,6 +117,9 @@ function writeSmallFile(into: string, entry: DirFileEntry, bytes: Buffer): strin
   }
   return digest;
 }
+
+/** This process's file-creation mask (read once: it does not change under a restore). */
+const UMASK = process.umask();
 
 /** Files written per read-ahead of their small pieces (one store round trip per group). */
 const GROUP_FILES = 500;
