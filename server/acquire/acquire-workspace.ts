@@ -321,7 +321,9 @@ export async function acquireWorkspace(
       if (!outcome.recorded) throw new RetryTransaction("the catalog changed under the decision");
       const { chosen } = outcome;
       const lineage = outcome.facts.lineage ?? newLineageFacts(newLineageId, workContextId, chosen);
-      const live = await liveOf(db, ladder.choice, outcome.facts.head, chosen, lineage, now);
+      // The statement says whether the lineage has an unended hold, and where: only then is it claimed.
+      const held = outcome.facts.lineage?.heldOn === input.host;
+      const live = held ? await liveOf(db, ladder.choice, outcome.facts.head, chosen, lineage, now) : null;
       return plan(restoreId, ladder.choice, chosen, chosen ? pinId : null, lineage, live);
     };
     // Inside a caller's transaction a conflict goes up to the transaction's owner, which

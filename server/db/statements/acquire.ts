@@ -45,6 +45,8 @@ interface PgLineageFacts {
   originSnapshotId: string | null;
   retiredReason: string | null;
   forkedFromId: string | null;
+  /** The host of the lineage's unended live hold (null: none), so acquire looks for it only then. */
+  heldOn: string | null;
 }
 
 /** What the ladder needs to know of a candidate snapshot (the full row is read only for the chosen one). */
@@ -102,7 +104,10 @@ WITH facts AS (
     lin.id AS lineage_id,
     CASE WHEN lin.id IS NULL THEN NULL ELSE json_build_object('id', lin.id, 'state', lin.state,
       'workContextId', lin.work_context_id, 'originSnapshotId', lin.origin_snapshot_id,
-      'retiredReason', lin.retired_reason, 'forkedFromId', lin.forked_from_id) END AS lineage,
+      'retiredReason', lin.retired_reason, 'forkedFromId', lin.forked_from_id,
+      -- The host of the lineage's unended live hold, if any (its partial unique index answers).
+      'heldOn', (SELECT h.host FROM live_holds h WHERE h.lineage_id = lin.id AND h.ended_at IS NULL LIMIT 1))
+      END AS lineage,
     head.id AS head_id, ${candidateJson("head")} AS head_json,
     base.id AS base_id, ${candidateJson("base")} AS base_json,
     orig.id AS orig_id, ${candidateJson("orig")} AS orig_json,
