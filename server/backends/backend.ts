@@ -55,8 +55,6 @@ interface RestoreContext {
   stateDir: string;
   /** Fail on the first missing or damaged content instead of restoring what can be. */
   exactOnly?: boolean;
-  /** `dir`: `add` puts the snapshot's top-level paths into an existing checkout that lacks them. */
-  mode?: "new" | "add";
   /** The catalog's name for the artifact, recorded in the restored workspace where the kind can. */
   snapshotId?: string;
   signal?: AbortSignal;

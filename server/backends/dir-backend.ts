@@ -35,7 +35,6 @@ export const dirBackend: SnapshotBackend = {
         source: ctx.source,
         stateDir: ctx.stateDir,
         exactOnly: ctx.exactOnly,
-        mode: ctx.mode,
         signal: ctx.signal,
       });
       if (report.status === "restored") {

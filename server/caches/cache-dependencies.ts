@@ -124,14 +124,17 @@ export async function prepareDependencies(
   const restored = outcome;
   return {
     async place(into) {
+      const moved: string[] = [];
       try {
-        const tops = await readdir(staging.dir);
-        for (const top of tops) {
+        for (const top of await readdir(staging.dir)) {
+          // The checkout has it already: it keeps its own, and nothing of the cache is added.
           if (await lstat(join(into, top)).catch(() => null)) {
+            for (const back of moved) await rename(join(into, back), join(staging.dir, back));
             return { status: "present", envHash, reason: `${top} is in the checkout already` };
           }
+          await rename(join(staging.dir, top), join(into, top));
+          moved.push(top);
         }
-        for (const top of tops) await rename(join(staging.dir, top), join(into, top));
         return {
           status: restored.status,
           envHash,

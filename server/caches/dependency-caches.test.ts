@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ZodError } from "zod";
-import { catalogContentStore, type ContentStore } from "../backends/content-store.ts";
+import { catalogContentStore, readWhole, type ContentStore } from "../backends/content-store.ts";
 import { dirBackend } from "../backends/dir-backend.ts";
 import { collectGarbage } from "../gc/collect-garbage.ts";
 import { isStrataError } from "../domain/errors.ts";
@@ -99,66 +99,41 @@ describeEachDatabase("dependency caches", (catalog) => {
     const db = catalog().db;
     const before = await db.dependencyCache.count();
     const { ref } = await capture();
-    const attempt = (artifact: { kind: string; ref: string; sizeBytes: number }) =>
-      publishDependencyCache(db, { agent, repository, envHash: envA, paths: ["node_modules"], artifact });
-    expect(await failure(attempt({ kind: "modal", ref, sizeBytes: 1 }))).toBe("UNKNOWN_BACKEND");
-    expect(await failure(attempt({ kind: "git", ref, sizeBytes: 1 }))).toBe("INVALID_INPUT");
-    expect(
-      await failure(
+    const attempt = (
+      artifact: { kind: string; ref: string; sizeBytes?: number },
+      opts: { as?: AgentScope; paths?: string[] } = {},
+    ) =>
+      failure(
         publishDependencyCache(db, {
-          agent,
+          agent: opts.as ?? agent,
           repository,
           envHash: envA,
-          paths: ["../outside"],
-          artifact: { kind: "dir", ref, sizeBytes: 1 },
+          paths: opts.paths ?? ["node_modules"],
+          artifact: { sizeBytes: 1, ...artifact },
         }),
-      ),
-    ).toBe("INVALID_INPUT");
+      );
+    expect(await attempt({ kind: "modal", ref })).toBe("UNKNOWN_BACKEND");
+    expect(await attempt({ kind: "git", ref })).toBe("INVALID_INPUT");
+    expect(await attempt({ kind: "dir", ref }, { paths: ["../outside"] })).toBe("INVALID_INPUT");
 
     // Another agent cannot publish a cache of records it does not hold…
     const other = await createOwner(db, `other-${randomUUID().slice(0, 6)}`);
     const otherAgent = { agentId: other.agentId } as AgentScope;
-    expect(
-      await failure(
-        publishDependencyCache(db, {
-          agent: otherAgent,
-          repository,
-          envHash: envA,
-          paths: ["node_modules"],
-          artifact: { kind: "dir", ref, sizeBytes: 1 },
-        }),
-      ),
-    ).toBe("BLOB_MISSING");
+    expect(await attempt({ kind: "dir", ref }, { as: otherAgent })).toBe("BLOB_MISSING");
     // …nor, with a record it holds, name content it does not hold.
     const theirs = await storeBytes(db, "another agent's secret file\n", { agentId: agent.agentId });
     const otherStore = catalogContentStore(db, other.agentId);
     const forgedDir = temporaryDirectory("strata-forged-");
     write(forgedDir, "node_modules/x.js", "x\n");
     const forged = await dirBackend.capture(forgedDir, { store: otherStore, cacheDir, include: ["node_modules"] });
-    const record = JSON.parse(
-      Buffer.from(
-        await (async () => {
-          const parts: Uint8Array[] = [];
-          for await (const p of await otherStore.open(forged.ref)) parts.push(p);
-          return Buffer.concat(parts);
-        })(),
-      ).toString(),
-    ) as { entries: { type: string; digest?: string; size?: number }[] };
+    const record = JSON.parse((await readWhole(otherStore, forged.ref)).toString()) as {
+      entries: { type: string; digest?: string; size?: number }[];
+    };
     for (const e of record.entries)
       if (e.type === "file") Object.assign(e, { digest: theirs.digest, size: theirs.sizeBytes });
     const bytes = Buffer.from(JSON.stringify(record));
     await otherStore.put(sha256(bytes), bytes);
-    expect(
-      await failure(
-        publishDependencyCache(db, {
-          agent: otherAgent,
-          repository,
-          envHash: envA,
-          paths: ["node_modules"],
-          artifact: { kind: "dir", ref: sha256(bytes), sizeBytes: 1 },
-        }),
-      ),
-    ).toBe("BLOB_MISSING");
+    expect(await attempt({ kind: "dir", ref: sha256(bytes) }, { as: otherAgent })).toBe("BLOB_MISSING");
     expect(await db.dependencyCache.count()).toBe(before);
   });
 
@@ -183,13 +158,8 @@ describeEachDatabase("dependency caches", (catalog) => {
     const { cache } = await publish(env, ref);
     await ageBlobs(db, 7 * 24 * 3600);
     await collectGarbage(db, { force: true, graceSeconds: 0 });
-    const into = temporaryDirectory("strata-into-");
-    write(into, "package.json", "{}\n");
-    const restored = await dirBackend.restore(ref, into, {
-      source: store,
-      stateDir: join(cacheDir, "state"),
-      mode: "add",
-    });
+    const into = join(temporaryDirectory("strata-into-"), "deps");
+    const restored = await dirBackend.restore(ref, into, { source: store, stateDir: join(cacheDir, "state") });
     expect(restored.status).toBe("restored");
     expect(treeImage(join(into, "node_modules"))).toEqual(treeImage(join(source, "node_modules")));
 

@@ -27,7 +27,7 @@ function setup() {
     store,
     capture: (dir: string, parent: string | null = null, include?: string[]) =>
       captureDir(dir, { store, cacheDir, parent, include }),
-    restore: (ref: string, into: string, extra: { exactOnly?: boolean; mode?: "new" | "add" } = {}) =>
+    restore: (ref: string, into: string, extra: { exactOnly?: boolean } = {}) =>
       restoreDir(ref, into, { source: store, stateDir, ...extra }),
     record: async (ref: string) => parseDirManifest(await readWhole(store, ref)),
     /** Stores a forged record and returns its reference. */
@@ -156,7 +156,7 @@ describe("what a capture holds", () => {
     expect(treeImage(into)).toEqual(treeImage(root));
   });
 
-  it("adds dependency directories to a checkout that lacks them, and refuses one that has them", async () => {
+  it("captures only the listed dependency directories that exist, and restores them only into an empty directory", async () => {
     const t = setup();
     const source = temporaryDirectory("strata-dir-");
     write(source, "package.json", "{}\n");
@@ -165,14 +165,13 @@ describe("what a capture holds", () => {
     const deps = await t.capture(source, null, ["node_modules", ".venv", "target"]);
     expect(deps.manifest.entries.map((e) => e.path)).not.toContain("package.json");
 
-    const checkout = temporaryDirectory("strata-checkout-");
-    write(checkout, "package.json", "{}\n");
-    expect((await t.restore(deps.ref, checkout, { mode: "add" })).status).toBe("restored");
-    expect(treeImage(checkout)).toEqual(treeImage(source));
+    const into = join(temporaryDirectory("strata-dir-into-"), "w");
+    expect((await t.restore(deps.ref, into)).status).toBe("restored");
+    expect(treeImage(into)).toEqual(treeImage(source, (path) => path === "package.json"));
 
     const taken = temporaryDirectory("strata-checkout-");
     write(taken, "node_modules/mine.js", "mine\n");
-    expect((await failure(t.restore(deps.ref, taken, { mode: "add" }))).code).toBe("UNSAFE_TARGET");
+    expect((await failure(t.restore(deps.ref, taken))).code).toBe("UNSAFE_TARGET");
     expect(readdirSync(taken)).toEqual(["node_modules"]);
     expect(readdirSync(join(taken, "node_modules"))).toEqual(["mine.js"]);
   });

@@ -8,8 +8,8 @@
 // pieces are missing are left out and named, and the outcome is degraded.
 import { createHash } from "node:crypto";
 import { closeSync, fchmodSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
-import { chmod, lstat, open, rename, rm, symlink } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { chmod, open, rm, symlink } from "node:fs/promises";
+import { join } from "node:path";
 import {
   dirStateDigest,
   filePieces,
@@ -32,11 +32,6 @@ export interface DirRestoreOptions {
   stateDir: string;
   /** Fail on the first missing or damaged piece instead of restoring the rest. */
   exactOnly?: boolean;
-  /**
-   * `new` (default): `into` is new or empty. `add`: `into` is an existing directory (a restored
-   * checkout) that has none of the snapshot's top-level paths; they are added to it.
-   */
-  mode?: "new" | "add";
   signal?: AbortSignal;
   onProgress?: (phase: "record" | "write" | "verify" | "publish", done: number, total: number) => void;
 }
@@ -124,42 +119,6 @@ const UMASK = process.umask();
 /** Files written per read-ahead of their small pieces (one store round trip per group). */
 const GROUP_FILES = 500;
 
-function unsafeAdd(target: string, why: string): StrataError {
-  return new StrataError("UNSAFE_TARGET", `Refusing to add to ${JSON.stringify(target)}: ${why}.`, {
-    hint: "Add dependency directories only to a checkout that does not have them yet.",
-    data: { target, why },
-  });
-}
-
-/** The first components of every path of a state (what an `add` restore puts into the target). */
-function topLevelPaths(state: DirState): string[] {
-  return [...new Set([...state.keys()].map((p) => p.split("/")[0]!))].sort();
-}
-
-async function checkAddTarget(target: string, tops: readonly string[]): Promise<void> {
-  const st = await lstat(target).catch(() => null);
-  if (!st || st.isSymbolicLink() || !st.isDirectory()) throw unsafeAdd(target, "it is not an existing directory");
-  for (const top of tops) {
-    if (await lstat(join(target, top)).catch(() => null)) throw unsafeAdd(target, `${top} is already there`);
-  }
-}
-
-/** Moves the staged top-level entries into the target; on a clash, moves back what it moved. */
-async function moveUp(stagingDir: string, target: string, tops: readonly string[]): Promise<void> {
-  const moved: string[] = [];
-  try {
-    for (const top of tops) {
-      if (await lstat(join(target, top)).catch(() => null))
-        throw unsafeAdd(target, `${top} appeared during the restore`);
-      await rename(join(stagingDir, top), join(target, top));
-      moved.push(top);
-    }
-  } catch (error) {
-    for (const top of moved) await rename(join(target, top), join(stagingDir, top)).catch(() => undefined);
-    throw error;
-  }
-}
-
 /**
  * The digest of a directory as it stands: its entries as lstat and readlink see them now (types,
  * modes, sizes, link targets: anything added, removed or changed since it was written shows), with
@@ -190,16 +149,12 @@ function pieceFailure(error: unknown): "BLOB_MISSING" | "BLOB_CORRUPT" | null {
  */
 export async function restoreDir(ref: string, into: string, opts: DirRestoreOptions): Promise<DirRestoreReport> {
   const progress = opts.onProgress ?? (() => undefined);
-  const adding = opts.mode === "add";
-  const target = adding ? resolve(into) : await checkTarget(into);
+  const target = await checkTarget(into);
   progress("record", 0, 1);
   const chain = await loadDirChain(opts.source, ref, opts.signal);
   progress("record", 1, 1);
-  const tops = topLevelPaths(chain.state);
-  if (adding) await checkAddTarget(target, tops);
   await removeStaleRestores(opts.stateDir);
-  // Adding: the staging directory is built inside the target, and its top-level entries move up.
-  const staging = await createStaging(adding ? join(target, ".strata-add") : target, opts.stateDir);
+  const staging = await createStaging(target, opts.stateDir);
   try {
     const entries = [...chain.state.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
     for (const entry of entries) if (entry.type === "dir") mkdirSync(join(staging.dir, entry.path), { mode: 0o700 });
@@ -269,8 +224,7 @@ export async function restoreDir(ref: string, into: string, opts: DirRestoreOpti
     }
     progress("verify", 1, 1);
     progress("publish", 0, 1);
-    if (adding) await moveUp(staging.dir, target, tops).then(() => staging.discard());
-    else await staging.publish();
+    await staging.publish();
     progress("publish", 1, 1);
     missing.sort();
     return {
