@@ -30,7 +30,7 @@ import {
   lockStoredDigests,
   lockUngrantedStoredBlobs,
   readBlobChunk,
-  readFirstChunks,
+  readSmallGrantedChunks,
 } from "../db/statements/content.ts";
 
 /** Bytes as they arrive: a web stream (a Request body) or any async iterable (a Node stream). */
@@ -379,8 +379,8 @@ export async function statGrantedBlob(db: Db, agentId: string, digest: string): 
 }
 
 /**
- * The bytes of the small blobs among `digests` granted to `agentId` (those of one chunk), in a
- * few queries per 500: what a restore of many small files reads. Each is checked against its
+ * The bytes of the small blobs among `digests` granted to `agentId` (those of one chunk), in one
+ * query per 500: what a restore of many small files reads. Each is checked against its
  * digest and size; a blob not returned (not granted, not stored, larger, or damaged) is for the
  * caller to open one by one, which reports why.
  */
@@ -390,18 +390,10 @@ export async function readSmallGrantedBlobs(
   digests: readonly string[],
 ): Promise<Map<string, Buffer>> {
   const found = new Map<string, Buffer>();
-  for (const slice of slices([...(await grantedDigests(db, agentId, digests))], 500)) {
-    const rows = await db.blob.findMany({
-      where: { state: "stored", digest: { in: slice }, chunkCount: { lte: 1 } },
-      select: { id: true, digest: true, sizeBytes: true, chunkCount: true },
-    });
-    const chunks = await readFirstChunks(
-      db,
-      rows.filter((r) => r.chunkCount === 1).map((r) => r.id),
-    );
-    for (const row of rows) {
-      const bytes = row.chunkCount === 0 ? Buffer.alloc(0) : chunks.get(row.id);
-      if (!bytes || bytes.length !== Number(row.sizeBytes)) continue;
+  for (const slice of slices([...new Set(digests)], 500)) {
+    for (const row of await readSmallGrantedChunks(db, agentId, slice)) {
+      const bytes = row.bytes ?? Buffer.alloc(0);
+      if (bytes.length !== row.sizeBytes) continue;
       if (createHash("sha256").update(bytes).digest("hex") === row.digest) found.set(row.digest, bytes);
     }
   }

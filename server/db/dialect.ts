@@ -47,8 +47,8 @@ export interface Dialect {
   /** A blob chunk's bytes as text (the adapters turn bytea/blob into arrays of numbers), and back. */
   readonly chunkText: {
     select: string;
-    /** The first chunk (`blob_id`, `text`) of each blob whose id is among the placeholders `ids`. */
-    firstOf(ids: string): string;
+    /** The column expression giving the bytes of `column` as text. */
+    of(column: string): string;
     decode(text: string): Buffer;
   };
   /**
@@ -107,7 +107,7 @@ export function sqliteDialect(): Dialect {
     },
     chunkText: {
       select: `SELECT hex(data) AS text FROM blob_chunks WHERE blob_id = ? AND seq = ?`,
-      firstOf: (ids) => `SELECT blob_id, hex(data) AS text FROM blob_chunks WHERE seq = 0 AND blob_id IN ${ids}`,
+      of: (column) => `hex(${column})`,
       decode: (text) => Buffer.from(text, "hex"),
     },
     listedBlobDigests: (digests) =>
@@ -161,8 +161,7 @@ export function postgresDialect(pool: pg.Pool): Dialect {
     },
     chunkText: {
       select: `SELECT encode(data, 'base64') AS text FROM blob_chunks WHERE blob_id = $1 AND seq = $2`,
-      firstOf: (ids) =>
-        `SELECT blob_id, encode(data, 'base64') AS text FROM blob_chunks WHERE seq = 0 AND blob_id IN ${ids}`,
+      of: (column) => `encode(${column}, 'base64')`,
       decode: (text) => Buffer.from(text, "base64"),
     },
     listedBlobDigests: (digests) =>

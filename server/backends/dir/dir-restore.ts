@@ -116,8 +116,19 @@ function writeSmallFile(into: string, entry: DirFileEntry, bytes: Buffer): strin
 /** This process's file-creation mask (read once: it does not change under a restore). */
 const UMASK = process.umask();
 
-/** Files written per read-ahead of their small pieces (one store round trip per group). */
-const GROUP_FILES = 500;
+/**
+ * The files in groups, each group's small pieces read in one store round trip: a small first
+ * group, so that writing starts early, then groups of 500.
+ */
+function fileGroups(files: DirFileEntry[]): DirFileEntry[][] {
+  const groups: DirFileEntry[][] = [];
+  for (let start = 0; start < files.length;) {
+    const size = start === 0 ? 100 : 500;
+    groups.push(files.slice(start, start + size));
+    start += size;
+  }
+  return groups;
+}
 
 /**
  * The digest of a directory as it stands: its entries as lstat and readlink see them now (types,
@@ -125,7 +136,7 @@ const GROUP_FILES = 500;
  * each file's content digest taken from the bytes written to it.
  */
 async function writtenDigest(dir: string, written: ReadonlyMap<string, string>): Promise<string> {
-  const walk = await walkDir(dir, { denyList: false });
+  const walk = await walkDir(dir, { denyList: false, justWritten: true });
   return dirStateDigest(
     walk.entries.map((e): DirEntry => {
       if (e.type !== "file") return e;
@@ -153,13 +164,27 @@ export async function restoreDir(ref: string, into: string, opts: DirRestoreOpti
   progress("record", 0, 1);
   const chain = await loadDirChain(opts.source, ref, opts.signal);
   progress("record", 1, 1);
-  await removeStaleRestores(opts.stateDir);
-  const staging = await createStaging(target, opts.stateDir);
+  const entries = [...chain.state.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+  const files = entries.filter((e): e is DirFileEntry => e.type === "file");
+  const groups = fileGroups(files);
+  const readGroup = (group: DirFileEntry[] | undefined) => {
+    const small = (group ?? []).filter((f) => !f.chunks).map((f) => f.digest);
+    const read =
+      opts.source.readMany && small.length > 0
+        ? opts.source.readMany(small)
+        : Promise.resolve(new Map<string, Buffer>());
+    // Awaited where it is used; until then a failure is not an unhandled rejection.
+    read.catch(() => undefined);
+    return read;
+  };
+  // The first files' small pieces are read while the staging directory is made.
+  let reading = readGroup(groups[0]);
+  // Interrupted restores' leftovers are tidied while this one's staging directory is made (a
+  // live restore's, this one's included, is never touched).
+  const [, staging] = await Promise.all([removeStaleRestores(opts.stateDir), createStaging(target, opts.stateDir)]);
   try {
-    const entries = [...chain.state.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
     for (const entry of entries) if (entry.type === "dir") mkdirSync(join(staging.dir, entry.path), { mode: 0o700 });
 
-    const files = entries.filter((e): e is DirFileEntry => e.type === "file");
     const missing: string[] = [];
     let cause: DirRestoreReport["missing"]["cause"] = null;
     let message: string | null = null;
@@ -175,7 +200,7 @@ export async function restoreDir(ref: string, into: string, opts: DirRestoreOpti
           : await writeFileEntry(opts.source, ready, staging.dir, entry, opts.signal);
         // Synchronous writes hold the event loop: let other work (a checkout restored beside
         // this, a heartbeat) run between every few of them.
-        if (inMemory && ++sinceYield % 32 === 0) await new Promise((wake) => setImmediate(wake));
+        if (inMemory && ++sinceYield % 8 === 0) await new Promise((wake) => setImmediate(wake));
         written.set(entry.path, digest);
         bytes += entry.size;
       } catch (error) {
@@ -188,17 +213,7 @@ export async function restoreDir(ref: string, into: string, opts: DirRestoreOpti
       }
       progress("write", ++done, files.length);
     };
-    const groups: DirFileEntry[][] = [];
-    for (let start = 0; start < files.length; start += GROUP_FILES)
-      groups.push(files.slice(start, start + GROUP_FILES));
-    const readGroup = (group: DirFileEntry[] | undefined) => {
-      const small = (group ?? []).filter((f) => !f.chunks).map((f) => f.digest);
-      return opts.source.readMany && small.length > 0
-        ? opts.source.readMany(small)
-        : Promise.resolve(new Map<string, Buffer>());
-    };
     // The next group's small files are read while this group's are written.
-    let reading = readGroup(groups[0]);
     for (const [i, group] of groups.entries()) {
       const ready = await reading;
       reading = readGroup(groups[i + 1]);

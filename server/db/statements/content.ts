@@ -52,14 +52,29 @@ export async function readBlobChunk(db: Db, blobId: string, seq: number): Promis
   return row ? chunkText.decode(row.text) : null;
 }
 
-/** The first chunk of each blob among `blobIds`, by blob id (one query). */
-export async function readFirstChunks(db: Db, blobIds: readonly string[]): Promise<Map<string, Buffer>> {
+/**
+ * The stored blobs of at most one chunk among `digests` that `agentId` holds a grant of, with
+ * the bytes of their chunk (null for an empty blob, or a chunk gone meanwhile): one query.
+ */
+export async function readSmallGrantedChunks(
+  db: Db,
+  agentId: string,
+  digests: readonly string[],
+): Promise<{ digest: string; sizeBytes: number; bytes: Buffer | null }[]> {
   const sql = dialectOf(db);
-  const rows = await db.$queryRawUnsafe<{ blob_id: string; text: string }[]>(
-    sql.chunkText.firstOf(sql.list(blobIds.length)),
-    ...blobIds,
+  const rows = await db.$queryRawUnsafe<{ digest: string; size_bytes: number | bigint; text: string | null }[]>(
+    `SELECT b.digest, b.size_bytes, ${sql.chunkText.of("c.data")} AS text FROM blob_grants g ` +
+      `JOIN blobs b ON b.digest = g.digest AND b.state = 'stored' AND b.chunk_count <= 1 ` +
+      `LEFT JOIN blob_chunks c ON c.blob_id = b.id AND c.seq = 0 ` +
+      `WHERE g.agent_id = ${sql.p(1)} AND g.digest IN ${sql.list(digests.length, 2)}`,
+    agentId,
+    ...digests,
   );
-  return new Map(rows.map((r) => [r.blob_id, sql.chunkText.decode(r.text)]));
+  return rows.map((r) => ({
+    digest: r.digest,
+    sizeBytes: toNumber(r.size_bytes),
+    bytes: r.text === null ? null : sql.chunkText.decode(r.text),
+  }));
 }
 
 /** Locks the stored blobs among `digests` FOR UPDATE (digest order); returns the digests found. */
