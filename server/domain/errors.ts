@@ -44,6 +44,8 @@ export const ERROR_CODES = {
   POOLED_WORKTREE_LOST: { status: "CONFLICT", retryable: false },
   // Backends: an artifact names a kind of backend this server does not have.
   UNKNOWN_BACKEND: { status: "BAD_REQUEST", retryable: false },
+  // Idempotency keys (docs/api.md "Idempotency"): a key reused for a different call.
+  IDEMPOTENCY_CONFLICT: { status: "CONFLICT", retryable: false },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

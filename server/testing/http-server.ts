@@ -81,6 +81,7 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
         db: opts.db,
         authorization: request.headers.get("authorization"),
         user: opts.userFor?.(request) ?? null,
+        idempotencyKey: request.headers.get("idempotency-key"),
       }),
     );
   }
@@ -115,6 +116,7 @@ export function serveApp(opts: TestServerOptions): Promise<TestServer> {
             db: opts.db,
             authorization: parts.headers.get("authorization"),
             user: opts.userFor?.(parts) ?? null,
+            idempotencyKey: parts.headers.get("idempotency-key"),
           });
         if (await handleTrpcNodeRequest(req, res, parts, context)) return;
       }

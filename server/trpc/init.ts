@@ -19,6 +19,8 @@ export interface ContextInner {
   authorization: string | null;
   /** The signed-in dashboard user, if any (resolved from the session cookie). */
   user: UserScope | null;
+  /** The raw Idempotency-Key header: creating agent calls answer a retry once (idempotency.ts). */
+  idempotencyKey?: string | null;
 }
 
 /** Builds a context without a request, so tests can make a caller over a test database. */
@@ -34,6 +36,7 @@ export async function createContext({ req }: { req: { headers: Headers } }): Pro
     db: catalog.db,
     authorization: req.headers.get("authorization"),
     user,
+    idempotencyKey: req.headers.get("idempotency-key"),
   });
 }
 

@@ -1,10 +1,16 @@
 import { appendCheckpoint, appendCheckpointInput } from "../../lineage/checkpoints.ts";
 import { appendCheckpointResultSchema } from "../../domain/views.ts";
+import { withIdempotencyKey } from "../idempotency.ts";
 import { agentProcedure, router } from "../init.ts";
 
 export const checkpointRouter = router({
   append: agentProcedure
     .input(appendCheckpointInput)
     .output(appendCheckpointResultSchema)
-    .mutation(({ ctx, input }) => appendCheckpoint(ctx.db, { ...input, agent: ctx.agent })),
+    // A lost fence keeps its record of the capture (for reclamation): the key answers it again.
+    .mutation((opts) =>
+      withIdempotencyKey(opts, (db) => appendCheckpoint(db, { ...opts.input, agent: opts.ctx.agent }), {
+        keptRefusals: ["FENCE_LOST"],
+      }),
+    ),
 });

@@ -12,6 +12,7 @@ import {
   listJobsInput,
 } from "../../jobs/agent-jobs.ts";
 import { configuredProviders } from "../configured-providers.ts";
+import { withIdempotencyKey } from "../idempotency.ts";
 import { agentProcedure, router } from "../init.ts";
 
 const jobRef = z.strictObject({ jobId: z.string().min(1).max(100) });
@@ -21,12 +22,14 @@ export const jobRouter = router({
   enqueueCapture: agentProcedure
     .input(enqueueCaptureInput)
     .output(jobViewSchema)
-    .mutation(({ ctx, input }) => enqueueCapture(ctx.db, { ...input, agent: ctx.agent })),
+    .mutation((opts) => withIdempotencyKey(opts, (db) => enqueueCapture(db, { ...opts.input, agent: opts.ctx.agent }))),
   enqueueRestore: agentProcedure
     .input(enqueueRestoreInput)
     .output(z.object({ plan: restorePlanSchema, job: jobViewSchema.nullable() }))
-    .mutation(({ ctx, input }) =>
-      enqueueRestore(ctx.db, { ...input, agent: ctx.agent, providers: configuredProviders() }),
+    .mutation((opts) =>
+      withIdempotencyKey(opts, (db) =>
+        enqueueRestore(db, { ...opts.input, agent: opts.ctx.agent, providers: configuredProviders() }),
+      ),
     ),
   get: agentProcedure
     .input(jobRef)

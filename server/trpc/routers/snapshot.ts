@@ -7,6 +7,7 @@ import { retireSnapshot } from "../../lineage/retirement.ts";
 import { getSnapshot, getSnapshotInput } from "../../lineage/snapshots.ts";
 import { listSnapshots, snapshotListInput } from "../../lineage/snapshot-list.ts";
 import { snapshotDetailSchema, snapshotPageSchema } from "../../domain/views.ts";
+import { withIdempotencyKey } from "../idempotency.ts";
 import { agentProcedure, router } from "../init.ts";
 
 // An agent's snapshots: read them (get, list), register their content (publish), retire them
@@ -23,7 +24,9 @@ export const snapshotRouter = router({
   publish: agentProcedure
     .input(publishLayersInput.extend({ snapshotId: entityIdSchema, manifestDigest: blobDigestSchema.optional() }))
     .output(publishSnapshotResultSchema)
-    .mutation(({ ctx, input }) => publishSnapshot(ctx.db, { ...input, agentId: ctx.agent.agentId })),
+    .mutation((opts) =>
+      withIdempotencyKey(opts, (db) => publishSnapshot(db, { ...opts.input, agentId: opts.ctx.agent.agentId })),
+    ),
   delete: agentProcedure
     .input(z.strictObject({ snapshotId: entityIdSchema }))
     .output(retireSnapshotResultSchema)

@@ -7,14 +7,17 @@ import { liveHoldViewSchema } from "../../domain/live-holds.ts";
 import { resumePlanSchema } from "../../domain/resume-plan.ts";
 import { reportRestoreResultSchema, restorePlanSchema } from "../../domain/views.ts";
 import { configuredProviders } from "../configured-providers.ts";
+import { withIdempotencyKey } from "../idempotency.ts";
 import { agentProcedure, router } from "../init.ts";
 
 export const workspaceRouter = router({
   acquire: agentProcedure
     .input(acquireWorkspaceInput)
     .output(restorePlanSchema)
-    .mutation(({ ctx, input }) =>
-      acquireWorkspace(ctx.db, { ...input, agent: ctx.agent, providers: configuredProviders() }),
+    .mutation((opts) =>
+      withIdempotencyKey(opts, (db) =>
+        acquireWorkspace(db, { ...opts.input, agent: opts.ctx.agent, providers: configuredProviders() }),
+      ),
     ),
   reportRestore: agentProcedure
     .input(reportRestoreInput)
