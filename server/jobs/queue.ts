@@ -5,8 +5,12 @@
 // transaction, so it exists exactly when the catalog write that asked for it commits.
 // docs/workers.md says why this replaced pg-boss.
 //
-// Every operation of a claim holder is fenced on its attempt number, so a worker whose claim
-// expired (killed, partitioned, too slow) can no longer complete, fail or report on the job.
+// Every operation of a claim holder is fenced on its attempt number and its name, so a worker
+// whose claim expired (killed, partitioned, too slow) or was reclaimed can no longer complete,
+// fail or report on the job.
+//
+// A job that ends without doing its work (failed for good, cancelled, its last claim expired or
+// reclaimed) runs its kind's finalizer in the same transaction (job-finalizers.ts).
 import { randomUUID } from "node:crypto";
 import { inTransaction, type Db } from "../db/client.ts";
 import { dialectOf, type Dialect } from "../db/dialect.ts";
@@ -26,6 +30,8 @@ import {
   type JobView,
   type RetryPolicy,
 } from "../domain/jobs.ts";
+import { JOB_FINALIZERS, type JobEndCause, type JobFinalizers } from "./job-finalizers.ts";
+import { formatWorkerId, holderIsGone, parseWorkerId, workerIdPrefix, type WorkerIdentity } from "./worker-identity.ts";
 
 const jobRowSelect = {
   id: true,
@@ -109,6 +115,19 @@ export interface ClaimedJob extends JobView {
 
 export type FailOutcome = "retry" | "failed" | "lost";
 
+/** A job handed back because the process holding it no longer runs (JobQueue.reclaim). */
+export interface ReclaimedJob {
+  id: string;
+  kind: JobKind;
+  attempt: number;
+  /** The dead holder's claim. */
+  claimedBy: string;
+  outcome: "retry" | "failed";
+}
+
+/** The cause recorded for an attempt whose holder stopped renewing its claim. */
+const LEASE_EXPIRED = "LEASE_EXPIRED";
+
 function addMs(date: Date, ms: number): Date {
   return new Date(date.getTime() + ms);
 }
@@ -124,10 +143,14 @@ export interface ListJobsFilter {
 }
 
 export class JobQueue {
-  /** The queue of a catalog client; `retry` overrides the default policy of the jobs it enqueues. */
+  /**
+   * The queue of a catalog client; `retry` overrides the default policy of the jobs it enqueues,
+   * `finalizers` what a job kind settles when its job ends without doing its work.
+   */
   constructor(
     readonly db: Db,
     retry: Partial<RetryPolicy> = {},
+    private readonly finalizers: JobFinalizers = JOB_FINALIZERS,
   ) {
     // Taken from the catalog client once: a caller's transaction handed to enqueue may be one
     // Prisma opened directly, which carries no dialect.
@@ -261,19 +284,45 @@ export class JobQueue {
         where: this.fence(job),
         data: { state: "completed", result, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
       });
-      return done.count === 1;
+      if (done.count === 1) return true;
+      // A repeat after a lost answer (the connection dropped after the commit) finds its own completion.
+      const own = await tx.job.count({ where: { ...this.ended(job), state: "completed" } });
+      return own === 1;
     });
+  }
+
+  /** The job as this holder's attempt left it (whatever state it is in now). */
+  private ended(job: ClaimedJob): Prisma.JobWhereInput {
+    return { id: job.id, attempts: job.attempt, claimedBy: job.workerId };
+  }
+
+  /** Runs the job kind's finalizer inside `tx`, the transaction that ends the job. */
+  private async finalize(tx: Db, row: JobRow, cause: JobEndCause): Promise<void> {
+    const finalizer = this.finalizers[parseKind(row.kind)];
+    if (finalizer) {
+      await finalizer(
+        tx,
+        { id: row.id, kind: parseKind(row.kind), agentId: row.agentId, data: row.data, memo: row.memo },
+        cause,
+      );
+    }
   }
 
   /**
    * Fails an attempt: back to `retry` after a capped exponential backoff while attempts remain
-   * and the failure is retryable, else `failed`. `lost` when the claim was no longer held.
+   * and the failure is retryable, else `failed` (and the kind's finalizer runs). `lost` when the
+   * claim was no longer held.
+   *
+   * Two late reports still land: a repeat of a fail whose answer was lost finds its own failure,
+   * and a holder whose lease expired while it could not reach the database (an outage) replaces
+   * the LEASE_EXPIRED that expiry recorded for its attempt with its real cause — as long as no
+   * later attempt has started.
    */
   async fail(job: ClaimedJob, failure: JobFailure): Promise<FailOutcome> {
     return inTransaction(this.db, async (tx) => {
       const now = await this.dialect.transactionNow(tx);
       const row = await tx.job.findFirst({ where: this.fence(job), select: jobRowSelect });
-      if (!row) return "lost";
+      if (!row) return this.lateFailure(tx, job, failure, now);
       const outcome = failure.retryable && row.attempts < row.maxAttempts ? "retry" : "failed";
       const error = { code: failure.code, message: failure.message.slice(0, 2000) };
       const moved = await tx.job.updateMany({
@@ -290,8 +339,31 @@ export class JobQueue {
             : { state: "failed", error, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
       });
       if (moved.count !== 1) throw new RetryTransaction("job changed while failing it");
+      if (outcome === "failed") await this.finalize(tx, row, error);
       return outcome;
     });
+  }
+
+  /** fail() of an attempt whose claim is gone: see there. */
+  private async lateFailure(tx: Db, job: ClaimedJob, failure: JobFailure, now: Date): Promise<FailOutcome> {
+    const row = await tx.job.findFirst({
+      where: { ...this.ended(job), state: { in: ["retry", "failed"] } },
+      select: jobRowSelect,
+    });
+    const recorded = row?.error as { code?: unknown } | null | undefined;
+    if (!row || !recorded) return "lost";
+    const outcome = row.state === "retry" ? "retry" : "failed";
+    if (recorded.code === failure.code) return outcome;
+    if (recorded.code !== LEASE_EXPIRED) return "lost";
+    const error = {
+      code: failure.code,
+      message: `${failure.message} (the claim's lease passed before the worker could record this)`.slice(0, 2000),
+    };
+    const amended = await tx.job.updateMany({
+      where: { ...this.ended(job), state: row.state },
+      data: { error, updatedAt: now },
+    });
+    return amended.count === 1 ? outcome : "lost";
   }
 
   /**
@@ -310,36 +382,105 @@ export class JobQueue {
         data: { state: "cancelled", leaseExpiresAt: null, finishedAt: now, updatedAt: now },
       });
       if (moved.count !== 1) throw new RetryTransaction("job changed while cancelling it");
+      await this.finalize(tx, row, { code: "CANCELLED", message: "The job was cancelled." });
       return toJobView(await tx.job.findUniqueOrThrow({ where: { id }, select: jobRowSelect }));
     });
   }
 
   /**
-   * Claims whose lease passed go back to `retry` (or `failed` when no attempt is left): their
-   * holder is presumed dead. Returns how many moved.
+   * Claims whose lease passed go back to `retry` (or `failed` when no attempt is left, and the
+   * kind's finalizer runs): their holder is presumed dead. The cause an earlier attempt recorded
+   * is kept in the message. Returns how many moved.
    */
   async expire(): Promise<number> {
     return inTransaction(this.db, async (tx) => {
       const now = await this.dialect.transactionNow(tx);
-      const expired = { state: "active", leaseExpiresAt: { lt: now } } satisfies Prisma.JobWhereInput;
-      const error = { code: "LEASE_EXPIRED", message: "The worker holding the job stopped renewing its claim." };
-      const exhausted = await tx.job.findMany({
-        where: expired,
-        select: { id: true, attempts: true, maxAttempts: true },
+      const expired = await tx.job.findMany({
+        where: { state: "active", leaseExpiresAt: { lt: now } },
+        select: jobRowSelect,
       });
       let moved = 0;
-      for (const row of exhausted) {
-        const last = row.attempts >= row.maxAttempts;
-        const done = await tx.job.updateMany({
-          where: { id: row.id, state: "active", attempts: row.attempts, leaseExpiresAt: { lt: now } },
-          data: last
-            ? { state: "failed", error, leaseExpiresAt: null, finishedAt: now, updatedAt: now }
-            : { state: "retry", error, leaseExpiresAt: null, runAfter: now, updatedAt: now },
-        });
-        moved += done.count;
+      for (const row of expired) {
+        const error = { code: LEASE_EXPIRED, message: expiryMessage(row.error) };
+        const done = await this.endAttempt(tx, row, error, now, { leaseExpiresAt: { lt: now } });
+        if (done) moved += 1;
       }
       return moved;
     });
+  }
+
+  /**
+   * Hands back at once the active jobs whose claim names a process of `self`'s host that no
+   * longer runs (worker-identity.ts: another boot, or the pid gone or reused), instead of waiting
+   * for their lease. A live holder's claims — a sibling worker of the host, or a process whose
+   * state cannot be told — are left alone: the lease bounds those. The attempt counts, as an
+   * expired one does (a job that kills its worker every time must still end), but the job may
+   * run again at once. Returns what was handed back.
+   */
+  async reclaim(self: WorkerIdentity): Promise<ReclaimedJob[]> {
+    const mine = formatWorkerId(self);
+    const held = await this.db.job.findMany({
+      where: { state: "active", claimedBy: { startsWith: workerIdPrefix(self.host) } },
+      select: { id: true, attempts: true, claimedBy: true },
+    });
+    const dead: { id: string; attempts: number; claimedBy: string }[] = [];
+    for (const row of held) {
+      if (!row.claimedBy || row.claimedBy === mine) continue;
+      const holder = parseWorkerId(row.claimedBy);
+      if (holder && (await holderIsGone(holder, self))) dead.push({ ...row, claimedBy: row.claimedBy });
+    }
+    if (dead.length === 0) return [];
+    return inTransaction(this.db, async (tx) => {
+      const now = await this.dialect.transactionNow(tx);
+      const reclaimed: ReclaimedJob[] = [];
+      for (const seen of dead) {
+        const row = await tx.job.findFirst({
+          where: { id: seen.id, state: "active", attempts: seen.attempts, claimedBy: seen.claimedBy },
+          select: jobRowSelect,
+        });
+        if (!row) continue;
+        const holder = parseWorkerId(seen.claimedBy);
+        const error = {
+          code: "WORKER_DIED",
+          message: `The worker process holding the job (pid ${holder?.pid ?? "?"} on ${self.host}) no longer runs; the job was handed back without waiting for its lease.`,
+        };
+        const outcome = await this.endAttempt(tx, row, error, now, { claimedBy: seen.claimedBy });
+        if (outcome)
+          reclaimed.push({
+            id: row.id,
+            kind: parseKind(row.kind),
+            attempt: row.attempts,
+            claimedBy: seen.claimedBy,
+            outcome,
+          });
+      }
+      return reclaimed;
+    });
+  }
+
+  /**
+   * Ends an active attempt whose holder is gone: back to `retry` at once while attempts remain,
+   * else `failed` with the kind's finalizer. Conditional on the attempt (and `also`); null when
+   * the job had moved.
+   */
+  private async endAttempt(
+    tx: Db,
+    row: JobRow,
+    error: JobEndCause,
+    now: Date,
+    also: Prisma.JobWhereInput,
+  ): Promise<"retry" | "failed" | null> {
+    const last = row.attempts >= row.maxAttempts;
+    const recorded = { code: error.code, message: error.message };
+    const done = await tx.job.updateMany({
+      where: { ...also, id: row.id, state: "active", attempts: row.attempts },
+      data: last
+        ? { state: "failed", error: recorded, leaseExpiresAt: null, finishedAt: now, updatedAt: now }
+        : { state: "retry", error: recorded, leaseExpiresAt: null, runAfter: now, updatedAt: now },
+    });
+    if (done.count !== 1) return null;
+    if (last) await this.finalize(tx, row, error);
+    return last ? "failed" : "retry";
   }
 
   async get(db: Db, id: string, scope: { agentId?: string } = {}): Promise<JobView | null> {
@@ -370,4 +511,16 @@ export class JobQueue {
     });
     return rows.map(toJobView);
   }
+}
+
+/**
+ * What LEASE_EXPIRED says: the holder stopped renewing its claim, and the cause an earlier
+ * attempt recorded, so that expiry never hides it.
+ */
+function expiryMessage(previous: Prisma.JsonValue): string {
+  const base = "The worker holding the job stopped renewing its claim.";
+  const e = previous as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e.code !== "string") return base;
+  if (e.code === LEASE_EXPIRED && typeof e.message === "string") return e.message;
+  return `${base} The attempt before ended with ${e.code}: ${String(e.message ?? "")}`.slice(0, 2000);
 }

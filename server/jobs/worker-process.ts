@@ -1,8 +1,11 @@
 // A worker as a process runs it (`strata worker`, or inside `strata serve`): the queue of the
-// catalog, the handlers, the loop, and between polls the expiry of dead claims and the offer
-// to schedule maintenance.
+// catalog, the handlers, the loop, and between polls — at once when it starts, then every
+// housekeeping period — the hand-back of jobs held by dead processes of its host, the expiry of
+// claims whose lease passed, and the offer to schedule maintenance.
+//
+// The worker claims under its process identity (worker-identity.ts), so several workers of one
+// host each have their own, and each can tell a dead sibling's claims from a live one's.
 import { objectStoresDirectory } from "../git/host-object-store.ts";
-import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { CatalogHandle } from "../db/client.ts";
 import type { RetryPolicy } from "../domain/jobs.ts";
@@ -10,6 +13,8 @@ import { createJobHandler } from "./handlers.ts";
 import { JobQueue } from "./queue.ts";
 import { scheduleMaintenance, type MaintenanceSchedule } from "./maintenance.ts";
 import { startWorker, type WorkerEvent } from "./worker.ts";
+import { currentWorkerIdentity, formatWorkerId } from "./worker-identity.ts";
+import type { ReclaimedJob } from "./queue.ts";
 
 export interface WorkerProcessOptions {
   catalog: Pick<CatalogHandle, "db">;
@@ -21,6 +26,8 @@ export interface WorkerProcessOptions {
   housekeepingMs?: number;
   retry?: Partial<RetryPolicy>;
   onEvent?: (event: WorkerEvent) => void;
+  /** Jobs this worker handed back because the process of this host holding them no longer runs. */
+  onReclaim?: (jobs: ReclaimedJob[]) => void;
   checkpoint?: (point: string) => void;
 }
 
@@ -32,7 +39,8 @@ export interface WorkerProcess {
 
 export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<WorkerProcess> {
   const queue = new JobQueue(opts.catalog.db, opts.retry);
-  const workerId = `${opts.host}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const identity = await currentWorkerIdentity(opts.host);
+  const workerId = formatWorkerId(identity);
   const handle = createJobHandler({
     db: opts.catalog.db,
     host: opts.host,
@@ -52,11 +60,14 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       fail: (job, failure) => queue.fail(job, failure),
     },
     handle,
+    host: opts.host,
     pollIntervalMs: opts.pollIntervalMs ?? 1_000,
     async idle() {
       if (Date.now() - lastHousekeeping < housekeepingMs) return;
       lastHousekeeping = Date.now();
       try {
+        const reclaimed = await queue.reclaim(identity);
+        if (reclaimed.length > 0) opts.onReclaim?.(reclaimed);
         await queue.expire();
         await scheduleMaintenance(queue, opts.schedule);
       } catch (error) {

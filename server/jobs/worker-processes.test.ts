@@ -319,7 +319,7 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
     for (const j of jobs) {
       expect(j).toMatchObject({ state: "completed", attempts: 1 });
       // Each ran on the host it was addressed to.
-      expect(j.claimedBy?.startsWith(`${j.host}:`)).toBe(true);
+      expect(j.claimedBy?.startsWith(`${j.host}|`)).toBe(true);
     }
     // Captures: exactly one checkpoint per capture job's lineage.
     const checkpoints = await db.snapshot.groupBy({

@@ -2,9 +2,16 @@
 // without a database): it claims a job, runs the handler with an AbortSignal, renews the claim while the handler runs,
 // and settles the job. A claim that cannot be renewed (cancelled, or expired and handed to
 // another worker) aborts the handler at once; its outcome is then discarded, never recorded.
+//
+// A database outage does not lose the job's cause: a renewal that cannot reach the catalog is
+// only noted (the handler goes on; the lease is the bound), and a completion or failure that
+// cannot reach it is retried until the database answers — then recorded if this worker still
+// holds the claim, with UNAVAILABLE as the cause when the handler failed for want of the
+// database (queue.fail also lets it replace a LEASE_EXPIRED that expiry wrote meanwhile).
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { isStrataError } from "../domain/errors.ts";
-import type { JobFailure } from "../domain/jobs.ts";
+import type { JobFailure, JobKind } from "../domain/jobs.ts";
+import { CATALOG_OUTAGE, isCatalogUnreachable } from "./catalog-outage.ts";
 import type { ClaimedJob, FailOutcome } from "./queue.ts";
 
 interface WorkerPort {
@@ -26,12 +33,45 @@ export interface JobContext {
 
 export type JobHandler = (job: ClaimedJob, ctx: JobContext) => Promise<Prisma.InputJsonValue>;
 
+/**
+ * One job attempt as an operator's log line needs it, flat and free of job data (which may hold
+ * paths but never secrets; results and memos are left out all the same).
+ */
+export interface JobAttemptFacts {
+  jobId: string;
+  kind: JobKind;
+  /** The host of the worker running the attempt (maintenance jobs are addressed to none). */
+  host: string | null;
+  workerId: string;
+  attempt: number;
+  maxAttempts: number;
+  /**
+   * claimed: the attempt started; running: something happened while it runs (an `error` event);
+   * completed; retry or failed: where the failure sent the job; lost: the claim was gone
+   * (cancelled, expired, reclaimed) and nothing of the attempt was recorded.
+   */
+  outcome: "claimed" | "running" | "completed" | "retry" | "failed" | "lost";
+  /** The cause: the failure's code, CLAIM_LOST, or UNAVAILABLE for an outage; null on success. */
+  code: string | null;
+  message: string | null;
+  /** From the claim until the attempt was settled (or until now for `running`); 0 for `claimed`. */
+  durationMs: number;
+}
+
 export type WorkerEvent =
-  | { type: "claimed"; job: ClaimedJob }
-  | { type: "completed"; job: ClaimedJob }
-  | { type: "failed"; job: ClaimedJob; outcome: FailOutcome; failure: JobFailure }
-  | { type: "lost"; job: ClaimedJob; reason: string }
-  | { type: "error"; error: unknown };
+  | { type: "claimed"; job: ClaimedJob; facts: JobAttemptFacts }
+  | { type: "completed"; job: ClaimedJob; durationMs: number; facts: JobAttemptFacts }
+  | {
+      type: "failed";
+      job: ClaimedJob;
+      outcome: FailOutcome;
+      failure: JobFailure;
+      durationMs: number;
+      facts: JobAttemptFacts;
+    }
+  | { type: "lost"; job: ClaimedJob; reason: string; durationMs: number; facts: JobAttemptFacts }
+  /** `job` and `facts` when the error concerns a running job (e.g. a renewal that failed). */
+  | { type: "error"; error: unknown; job?: ClaimedJob; facts?: JobAttemptFacts };
 
 export interface WorkerOptions {
   port: WorkerPort;
@@ -39,8 +79,12 @@ export interface WorkerOptions {
   /** Between polls when nothing is runnable (and before each poll): expiry, scheduling. */
   idle?: () => Promise<void>;
   pollIntervalMs?: number;
-  /** How often a running job's claim is renewed; keep it well under the lease. */
+  /** How often a running job's claim is renewed; keep it well under the lease (default: a quarter of it). */
   heartbeatMs?: number;
+  /** The worker's host, for the events' facts. */
+  host?: string;
+  /** Longest wait between tries to record an outcome while the database is unreachable (default 5 s). */
+  outageRetryMaxMs?: number;
   onEvent?: (event: WorkerEvent) => void;
 }
 
@@ -65,8 +109,13 @@ function failureOf(error: unknown): JobFailure {
   return { code: "INTERNAL", message: e?.message ?? String(error), retryable: true };
 }
 
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 export function startWorker(opts: WorkerOptions): RunningWorker {
   const pollMs = opts.pollIntervalMs ?? 1_000;
+  const outageRetryMaxMs = opts.outageRetryMaxMs ?? 5_000;
   const emit = opts.onEvent ?? (() => undefined);
   const stopping = new AbortController();
   let wake: (() => void) | null = null;
@@ -83,54 +132,142 @@ export function startWorker(opts: WorkerOptions): RunningWorker {
     });
 
   async function runOne(job: ClaimedJob): Promise<void> {
-    emit({ type: "claimed", job });
+    const claimedAt = Date.now();
+    const facts = (
+      outcome: JobAttemptFacts["outcome"],
+      cause: { code: string; message: string } | null = null,
+    ): JobAttemptFacts => ({
+      jobId: job.id,
+      kind: job.kind,
+      host: opts.host ?? job.host,
+      workerId: job.workerId,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      outcome,
+      code: cause?.code ?? null,
+      message: cause?.message ?? null,
+      durationMs: outcome === "claimed" ? 0 : Date.now() - claimedAt,
+    });
+    emit({ type: "claimed", job, facts: facts("claimed") });
     const abort = new AbortController();
     let lost: string | null = null;
+    // The first sign during this attempt that the catalog could not be reached.
+    let outage: unknown = null;
     const loseClaim = (reason: string) => {
       if (lost) return;
       lost = reason;
       abort.abort(new ClaimLost(reason));
     };
+    const noteError = (error: unknown) => {
+      if (isCatalogUnreachable(error)) outage ??= error;
+      emit({
+        type: "error",
+        error,
+        job,
+        facts: facts("running", { code: "RENEWAL_FAILED", message: messageOf(error) }),
+      });
+    };
     const onStop = () => abort.abort(stopping.signal.reason);
     stopping.signal.addEventListener("abort", onStop);
-    const heartbeatMs = opts.heartbeatMs ?? Math.max(200, (job.leaseSeconds * 1000) / 3);
+    const heartbeatMs = opts.heartbeatMs ?? Math.max(200, (job.leaseSeconds * 1000) / 4);
     const beat = setInterval(() => {
-      opts.port.heartbeat(job).then(
-        (held) => (held ? undefined : loseClaim("cancelled or handed to another worker")),
-        (error: unknown) => emit({ type: "error", error }),
-      );
+      opts.port
+        .heartbeat(job)
+        .then((held) => (held ? undefined : loseClaim("cancelled or handed to another worker")), noteError);
     }, heartbeatMs);
+    const renewOrNote = async <T>(write: () => Promise<T>): Promise<T> => {
+      try {
+        return await write();
+      } catch (error) {
+        if (isCatalogUnreachable(error)) outage ??= error;
+        throw error;
+      }
+    };
     const ctx: JobContext = {
       signal: abort.signal,
       async progress(progress) {
         if (lost) throw new ClaimLost(lost);
-        if (!(await opts.port.heartbeat(job, progress))) loseClaim("cancelled or handed to another worker");
+        if (!(await renewOrNote(() => opts.port.heartbeat(job, progress)))) {
+          loseClaim("cancelled or handed to another worker");
+        }
         if (lost) throw new ClaimLost(lost);
       },
       async remember(memo) {
-        if (!(await opts.port.remember(job, memo))) loseClaim("cancelled or handed to another worker");
+        if (!(await renewOrNote(() => opts.port.remember(job, memo)))) {
+          loseClaim("cancelled or handed to another worker");
+        }
         if (lost) throw new ClaimLost(lost);
       },
     };
-    try {
-      const result = await opts.handle(job, ctx);
-      if (lost) {
-        emit({ type: "lost", job, reason: lost });
-      } else if (await opts.port.complete(job, result)) {
-        emit({ type: "completed", job });
-      } else {
-        emit({ type: "lost", job, reason: "the claim was gone at completion" });
+    /**
+     * Runs one settling write, trying again while the database cannot be reached: null when the
+     * worker stopped before the database answered (the lease then hands the job out again).
+     */
+    const settle = async <T>(write: () => Promise<T>): Promise<T | null> => {
+      let delay = 250;
+      for (;;) {
+        try {
+          return await write();
+        } catch (error) {
+          if (!isCatalogUnreachable(error)) throw error;
+          if (!outage) noteError(error);
+          outage ??= error;
+          if (stopping.signal.aborted) return null;
+          await sleep(delay);
+          if (stopping.signal.aborted) return null;
+          delay = Math.min(delay * 2, outageRetryMaxMs);
+        }
       }
-    } catch (error) {
-      if (lost) {
-        emit({ type: "lost", job, reason: lost });
+    };
+    const emitLost = (reason: string) => {
+      const cause = outage
+        ? { code: CATALOG_OUTAGE.code, message: `${CATALOG_OUTAGE.message} ${reason}` }
+        : { code: "CLAIM_LOST", message: reason };
+      emit({ type: "lost", job, reason, durationMs: Date.now() - claimedAt, facts: facts("lost", cause) });
+    };
+    try {
+      let result: Prisma.InputJsonValue;
+      try {
+        result = await opts.handle(job, ctx);
+      } catch (error) {
+        if (lost) {
+          emitLost(lost);
+          return;
+        }
+        const failure: JobFailure = stopping.signal.aborted
+          ? { code: "WORKER_STOPPED", message: "The worker stopped while running the job.", retryable: true }
+          : isCatalogUnreachable(error) && !isStrataError(error)
+            ? { ...CATALOG_OUTAGE }
+            : failureOf(error);
+        const outcome = await settle(() => opts.port.fail(job, failure));
+        if (outcome === null) {
+          emitLost("the worker stopped before the database answered again");
+          return;
+        }
+        emit({
+          type: "failed",
+          job,
+          outcome,
+          failure,
+          durationMs: Date.now() - claimedAt,
+          facts: facts(outcome, failure),
+        });
         return;
       }
-      const failure: JobFailure = stopping.signal.aborted
-        ? { code: "WORKER_STOPPED", message: "The worker stopped while running the job.", retryable: true }
-        : failureOf(error);
-      const outcome = await opts.port.fail(job, failure);
-      emit({ type: "failed", job, outcome, failure });
+      if (lost) {
+        emitLost(lost);
+        return;
+      }
+      const completed = await settle(() => opts.port.complete(job, result));
+      if (completed) {
+        emit({ type: "completed", job, durationMs: Date.now() - claimedAt, facts: facts("completed") });
+      } else {
+        emitLost(
+          completed === null
+            ? "the worker stopped before the database answered again"
+            : "the claim was gone at completion",
+        );
+      }
     } finally {
       clearInterval(beat);
       stopping.signal.removeEventListener("abort", onStop);

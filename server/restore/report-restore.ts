@@ -23,6 +23,7 @@ import { findReadyBaseline } from "../lineage/baselines.ts";
 import { releaseDegradedHolds } from "../lineage/degraded-targets.ts";
 import { snapshotRefSelect, toSnapshotRef } from "../lineage/snapshots.ts";
 import { buildPlan, hasOwnCheckpoints, lineageFactsSelect, pinChosen } from "../acquire/restore-plan.ts";
+import { dbNow } from "../db/sql.ts";
 
 const restoreIdField = { restoreId: entityIdSchema };
 
@@ -286,5 +287,61 @@ async function walkDown(
     canonicalRef: restore.canonicalRef,
     lineage: { ...lineage, originSnapshotId: origin },
     previousRestoreId: restore.id,
+  });
+}
+
+/** How far a ladder is followed from its first rung (a ladder has at most a handful of rungs). */
+const MAX_LADDER_STEPS = 50;
+
+/**
+ * Ends a restore that nothing will restore any more — its job failed for good, was cancelled,
+ * or its last claim expired: the pending rung of the ladder that `restoreId` belongs to (this
+ * one, or a later rung a failure walked to) is reported failed with `error`, and its pin is
+ * released. The ladder is not walked further: no worker is left to restore the next rung.
+ * Runs in `db`, which may be the transaction that ends the job, so both commit together.
+ * Returns the restore it ended, or null when none was pending (idempotent).
+ */
+export async function abandonRestore(
+  db: Db,
+  opts: { restoreId: string; error: { code: string; message: string } },
+): Promise<string | null> {
+  return inTransaction(db, async (tx) => {
+    let id: string | null = opts.restoreId;
+    for (let step = 0; id && step < MAX_LADDER_STEPS; step += 1) {
+      const restore: {
+        id: string;
+        agentId: string;
+        outcome: string;
+        snapshotId: string | null;
+        pinId: string | null;
+        nextRestore: { id: string } | null;
+      } | null = await tx.restore.findUnique({
+        where: { id },
+        select: {
+          id: true,
+          agentId: true,
+          outcome: true,
+          snapshotId: true,
+          pinId: true,
+          nextRestore: { select: { id: true } },
+        },
+      });
+      if (!restore) return null;
+      if (restore.outcome !== "pending") {
+        id = restore.outcome === "failed" ? (restore.nextRestore?.id ?? null) : null;
+        continue;
+      }
+      const error = { code: opts.error.code.slice(0, 100), message: opts.error.message.slice(0, 2000) };
+      const ended = await tx.restore.updateMany({
+        where: { id: restore.id, outcome: "pending" },
+        data: { outcome: "failed", reportedAt: await dbNow(tx), result: { error }, errorCode: error.code },
+      });
+      if (ended.count !== 1) throw new RetryTransaction("restore reported concurrently");
+      if (restore.snapshotId && restore.pinId) {
+        await releasePin(tx, { snapshotId: restore.snapshotId, pinId: restore.pinId, agentId: restore.agentId });
+      }
+      return restore.id;
+    }
+    return null;
   });
 }
