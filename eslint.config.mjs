@@ -27,12 +27,13 @@ const SERVER_FOLDERS = [
   "domain",
   "testing",
   "config",
+  "log",
 ];
 
 /** What each folder may import besides itself (every other import is an error). */
 const MAY_IMPORT = {
   app: ["components", "auth", "domain"],
-  "app-api": ["trpc", "http", "auth", "db", "domain"],
+  "app-api": ["trpc", "http", "auth", "db", "domain", "log"],
   components: ["trpc", "domain"],
   cli: [
     "trpc",
@@ -52,6 +53,7 @@ const MAY_IMPORT = {
     "git",
     "domain",
     "config",
+    "log",
   ],
   trpc: [
     "jobs",
@@ -71,8 +73,9 @@ const MAY_IMPORT = {
     "db",
     "domain",
     "config",
+    "log",
   ],
-  http: ["content", "auth", "db", "domain"],
+  http: ["content", "auth", "db", "domain", "log"],
   jobs: [
     "transfer",
     "worktrees",
@@ -88,24 +91,26 @@ const MAY_IMPORT = {
     "git",
     "domain",
     "config",
+    "log",
   ],
   transfer: ["restore", "lineage", "backends", "content", "audit", "db", "git", "domain"],
   worktrees: ["restore", "lineage", "backends", "content", "db", "git", "domain"],
   restore: ["acquire", "lineage", "caches", "backends", "content", "audit", "db", "git", "domain"],
   acquire: ["lineage", "backends", "content", "db", "domain"],
   capture: ["lineage", "caches", "backends", "content", "db", "git", "domain"],
-  gc: ["lineage", "caches", "backends", "content", "audit", "db", "domain"],
+  gc: ["lineage", "caches", "backends", "content", "audit", "db", "domain", "log"],
   dashboard: ["worktrees", "gc", "lineage", "caches", "backends", "content", "audit", "db", "domain"],
-  lineage: ["backends", "content", "audit", "db", "domain"],
+  lineage: ["backends", "content", "audit", "db", "domain", "log"],
   audit: ["db", "domain"],
   caches: ["lineage", "backends", "content", "db", "git", "domain"],
   backends: ["content", "db", "git", "domain"],
   content: ["db", "domain"],
-  auth: ["db", "domain", "config"],
+  auth: ["db", "domain", "config", "log"],
   db: ["domain", "config"],
   git: ["domain"],
   domain: [],
   config: ["domain"],
+  log: [],
 };
 
 const elements = [

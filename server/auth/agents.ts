@@ -5,6 +5,7 @@ import type { Db } from "../db/client.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
 import { TOKEN_USE_RECORDED_EVERY_MS, trustAgent, type AgentScope } from "../domain/scope.ts";
+import { noteRequestIdentity } from "../log/request-context.ts";
 
 const TOKEN_PREFIX = "strata_";
 
@@ -152,8 +153,17 @@ function refreshAhead(db: Db, tokenHash: string, entry: Verified): void {
     });
 }
 
-/** Resolves an `Authorization: Bearer …` header to an agent, or null when it proves nothing. */
+/**
+ * Resolves an `Authorization: Bearer …` header to an agent, or null when it proves nothing; the
+ * agent is noted on the request being answered (its log line names it).
+ */
 export async function authenticateAgent(db: Db, authorization: string | null): Promise<AgentScope | null> {
+  const agent = await agentOfToken(db, authorization);
+  if (agent) noteRequestIdentity({ agentId: agent.agentId, agentName: agent.agentName });
+  return agent;
+}
+
+async function agentOfToken(db: Db, authorization: string | null): Promise<AgentScope | null> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
   const token = match?.[1];
   if (!token || !token.startsWith(TOKEN_PREFIX)) return null;

@@ -9,6 +9,7 @@ import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
 import { ROLES, roleMay, type StaffAction, type UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
 import { getAuth, sessionUser } from "../auth/dashboard-auth.ts";
+import { noteRequestIdentity } from "../log/request-context.ts";
 import { assertSafeInput, describeZodIssues, invalidInput, markScanned } from "./input-boundary.ts";
 
 // 1. Context ----------------------------------------------------------------------------------
@@ -32,6 +33,7 @@ export async function createContext({ req }: { req: { headers: Headers } }): Pro
   const catalog = getCatalog();
   // Only a session cookie signs a user in; an Authorization header never does.
   const user = req.headers.has("cookie") ? await sessionUser(getAuth(), req.headers) : null;
+  if (user) noteRequestIdentity({ userId: user.userId });
   return createContextInner({
     db: catalog.db,
     authorization: req.headers.get("authorization"),

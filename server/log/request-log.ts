@@ -1,0 +1,174 @@
+// One log line per HTTP request, and its measures: the server wraps every request in
+// observeRequest. The line names the request (id, also sent back as X-Request-Id), what it
+// called (route, tRPC procedures), who (agent or user, as noted while it ran), how long it took,
+// the status and the outcome (the Strata error code of an error answer). Bodies are never
+// logged: an error answer's body is read only for its error code.
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
+import { logger } from "./logger.ts";
+import { measure } from "./measures.ts";
+import { runInRequest, type RequestContext } from "./request-context.ts";
+
+const TRPC_PREFIX = "/api/trpc";
+/** How much of an error answer is read for its code. */
+const ERROR_BODY_LIMIT = 64 * 1024;
+const ERROR_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
+const ID_SEGMENT = /^(?:[0-9a-f]{16,}|[0-9a-f-]{32,36}|c[a-z0-9]{20,}|\d+|[A-Za-z0-9_-]{40,})$/i;
+
+/** The tRPC procedures a path names (`/api/trpc/a.b,c.d`), each cut to a safe name. */
+export function proceduresOf(pathname: string): string[] | null {
+  if (pathname !== TRPC_PREFIX && !pathname.startsWith(`${TRPC_PREFIX}/`)) return null;
+  let names = pathname.slice(TRPC_PREFIX.length + 1);
+  try {
+    names = decodeURIComponent(names);
+  } catch {
+    // As sent.
+  }
+  return names
+    .split(",")
+    .slice(0, 50)
+    .map((n) => (/^[A-Za-z0-9_.-]{1,100}$/.test(n) ? n : "?"));
+}
+
+/** A path as a bounded metrics label: ids become `:id`, unmatched paths one label. */
+function routeLabel(pathname: string, status: number, procedures: string[] | null, outcome: string): string {
+  if (procedures) {
+    if (status === 404 || outcome === "NOT_FOUND" || procedures.length !== 1) {
+      return procedures.length > 1 ? "trpc:batch" : "trpc:unknown";
+    }
+    return `trpc:${procedures[0]}`;
+  }
+  if (status === 404) return "not-found";
+  if (pathname.startsWith("/_next/")) return "/_next";
+  if (pathname.startsWith("/api/blobs/")) return "/api/blobs/:digest";
+  const segments = pathname
+    .split("/")
+    .slice(0, 8)
+    .map((s) => (ID_SEGMENT.test(s) ? ":id" : s.slice(0, 40)));
+  return segments.join("/") || "/";
+}
+
+/** The Strata error codes an error answer's JSON holds (tRPC's data.strata, or a route's error). */
+function errorCodesIn(value: unknown, codes: string[], depth = 0): void {
+  if (depth > 8 || value === null || typeof value !== "object") return;
+  if (Array.isArray(value)) {
+    for (const item of value.slice(0, 50)) errorCodesIn(item, codes, depth + 1);
+    return;
+  }
+  const o = value as Record<string, unknown>;
+  const strata = o.strata as { code?: unknown } | null | undefined;
+  if (typeof strata?.code === "string") {
+    if (ERROR_CODE.test(strata.code)) codes.push(strata.code);
+    return;
+  }
+  const error = o.error as { code?: unknown } | null | undefined;
+  if (typeof error?.code === "string") {
+    if (ERROR_CODE.test(error.code)) codes.push(error.code);
+    return;
+  }
+  for (const child of Object.values(o)) errorCodesIn(child, codes, depth + 1);
+}
+
+function decoded(body: Buffer, encoding: string | undefined): Buffer {
+  switch (encoding) {
+    case "gzip":
+      return gunzipSync(body);
+    case "br":
+      return brotliDecompressSync(body);
+    case "deflate":
+      return inflateSync(body);
+    default:
+      return body;
+  }
+}
+
+/** The outcome of an answered request: OK, the error code(s) its answer holds, else HTTP_<status>. */
+function outcomeOf(res: ServerResponse, chunks: Buffer[] | null, finished: boolean): string {
+  if (!finished) return "CLIENT_CLOSED";
+  const codes: string[] = [];
+  if (chunks && chunks.length > 0) {
+    try {
+      const encoding = res.getHeader("content-encoding");
+      const body = decoded(Buffer.concat(chunks), typeof encoding === "string" ? encoding : undefined);
+      errorCodesIn(JSON.parse(body.toString("utf8")), codes);
+    } catch {
+      // Not JSON (a page, or cut at the limit): the status says it.
+    }
+  }
+  if (codes.length > 0) return [...new Set(codes)].join(",");
+  return res.statusCode < 400 ? "OK" : `HTTP_${res.statusCode}`;
+}
+
+/** Keeps the first bytes of an error answer (status ≥ 400, or a tRPC batch's 207) for its code. */
+function captureErrorBody(res: ServerResponse): () => Buffer[] | null {
+  let chunks: Buffer[] | null = null;
+  let kept = 0;
+  const keep = (chunk: unknown, encoding: unknown) => {
+    if (chunk === undefined || chunk === null || typeof chunk === "function") return;
+    if (res.statusCode < 400 && res.statusCode !== 207) return;
+    if (kept >= ERROR_BODY_LIMIT) return;
+    const buffer = Buffer.isBuffer(chunk)
+      ? chunk
+      : typeof chunk === "string"
+        ? Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8")
+        : chunk instanceof Uint8Array
+          ? Buffer.from(chunk)
+          : null;
+    if (!buffer) return;
+    (chunks ??= []).push(buffer.subarray(0, ERROR_BODY_LIMIT - kept));
+    kept += buffer.length;
+  };
+  const write = res.write;
+  const end = res.end;
+  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+    keep(chunk, rest[0]);
+    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as typeof res.write;
+  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
+    keep(chunk, rest[0]);
+    return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+  } as typeof res.end;
+  return () => chunks;
+}
+
+/**
+ * Answers a request with `answer` inside its request context, then logs its one line and records
+ * its measures when the response is done (or the client went away).
+ */
+export function observeRequest(req: IncomingMessage, res: ServerResponse, answer: () => unknown): void {
+  const started = performance.now();
+  const context: RequestContext = { id: randomUUID() };
+  res.setHeader("x-request-id", context.id);
+  const errorBody = captureErrorBody(res);
+  res.once("close", () => {
+    const seconds = (performance.now() - started) / 1000;
+    const pathname = (req.url ?? "/").split("?")[0] ?? "/";
+    const procedures = proceduresOf(pathname);
+    const outcome = outcomeOf(res, errorBody(), res.writableFinished);
+    const status = res.writableFinished ? res.statusCode : 499;
+    const route = routeLabel(pathname, status, procedures, outcome);
+    const fields = {
+      reqId: context.id,
+      method: req.method,
+      path: pathname.length > 300 ? `${pathname.slice(0, 300)}…` : pathname,
+      route,
+      ...(procedures ? { procedures } : {}),
+      ...(context.agentId ? { agentId: context.agentId, agentName: context.agentName } : {}),
+      ...(context.userId ? { userId: context.userId } : {}),
+      status,
+      outcome,
+      durationMs: Math.round(seconds * 10_000) / 10,
+    };
+    const log = logger();
+    if (status >= 500) log.error(fields, "request");
+    // Static assets and metric scrapes would drown the requests people look for.
+    else if (route === "/_next" || route === "/metrics") log.debug(fields, "request");
+    else log.info(fields, "request");
+    measure({ type: "request", route, status, seconds });
+    if (procedures?.length === 1 && procedures[0] === "workspace.acquire") {
+      measure({ type: "acquire", outcome, seconds });
+    }
+  });
+  runInRequest(context, answer);
+}
