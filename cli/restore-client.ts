@@ -8,12 +8,13 @@ export type RemoteRestoreOptions = ServerOptions;
 
 export function remoteRestorePort(opts: RemoteRestoreOptions): RestorePort {
   const connection = connectServer(opts);
-  const { client, call } = connection;
+  const { client, call, once } = connection;
   const blobs = remoteBlobStore(connection);
 
   return {
     getSnapshot: (snapshotId) => call(() => client.snapshot.get.query({ snapshotId, includeRetired: true })),
-    acquire: (input) => call(() => client.workspace.acquire.mutate(input)),
+    // Keyed and retried when its answer is lost: the retry gets the same restore, not a second one.
+    acquire: (input) => once((opts) => client.workspace.acquire.mutate(input, opts)),
     reportRestore: (input) => call(() => client.workspace.reportRestore.mutate(input)),
     async pin(snapshotId, pinId, expiresInSeconds) {
       await call(() => client.pin.pin.mutate({ snapshotId, pinId, expiresInSeconds, purpose: "restore" }));

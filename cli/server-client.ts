@@ -1,7 +1,11 @@
 // One way to reach a Strata server over HTTP with an agent token: tRPC (superjson) for calls,
 // /api/blobs/<sha256> for bytes. Failures come back as the StrataErrors the server raised, so
-// callers check the same codes as against a local database.
-import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+// callers check the same codes as against a local database. A creating call (`once`) carries one
+// Idempotency-Key and is retried with it while its failure is transient (docs/api.md
+// "Idempotency"), so a lost answer never makes the server do the work twice.
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createTRPCClient, httpBatchLink, httpLink, splitLink, TRPCClientError } from "@trpc/client";
 import superjson from "superjson";
 import { ERROR_CODES, StrataError, type ErrorCode } from "../server/domain/errors.ts";
 import type { CaptureStore } from "../server/backends/backend.ts";
@@ -14,6 +18,18 @@ export interface ServerOptions {
   /** An agent token (`strata agent create NAME` prints one). */
   token: string;
   fetch?: typeof fetch;
+}
+
+/** Tries in all for one creating call, and the pause before each retry (0.25 s, 0.5 s, 1 s). */
+const ATTEMPTS = 4;
+const pauseBefore = (retry: number) => 250 * 2 ** (retry - 1);
+
+/**
+ * The failures a retry with the same key can cure: the server or the network was unavailable
+ * (an answer lost on the way is one) or timed out. Others would answer the same again.
+ */
+function isTransient(error: StrataError): boolean {
+  return error.retryable && (error.code === "UNAVAILABLE" || error.code === "TIMEOUT");
 }
 
 interface StrataShape {
@@ -53,11 +69,7 @@ function remoteError(error: unknown, unreachable: ErrorCode = "UNAVAILABLE"): St
 }
 
 /** The StrataError of a blob route's non-OK response. */
-async function blobResponseError(
-  response: Response,
-  what: string,
-  fallbackCode: ErrorCode,
-): Promise<StrataError> {
+async function blobResponseError(response: Response, what: string, fallbackCode: ErrorCode): Promise<StrataError> {
   const body = (await response.json().catch(() => null)) as { error?: StrataShape } | null;
   const message = `${what} answered ${response.status}.`;
   return fromShape(body?.error, message) ?? new StrataError(fallbackCode, message);
@@ -67,9 +79,20 @@ export function connectServer(opts: ServerOptions) {
   const base = opts.url.replace(/\/+$/, "");
   const authorization = `Bearer ${opts.token}`;
   const doFetch = opts.fetch ?? fetch;
+  const url = `${base}/api/trpc`;
   const client = createTRPCClient<AppRouter>({
     links: [
-      httpBatchLink({ url: `${base}/api/trpc`, transformer: superjson, headers: { authorization }, fetch: doFetch }),
+      // A keyed call goes alone (httpLink), with its own header: a batch shares one.
+      splitLink({
+        condition: (op) => typeof op.context.idempotencyKey === "string",
+        true: httpLink({
+          url,
+          transformer: superjson,
+          headers: ({ op }) => ({ authorization, "idempotency-key": String(op.context.idempotencyKey) }),
+          fetch: doFetch,
+        }),
+        false: httpBatchLink({ url, transformer: superjson, headers: { authorization }, fetch: doFetch }),
+      }),
     ],
   });
   /** Runs a tRPC call, turning its failure into the server's StrataError. */
@@ -80,8 +103,24 @@ export function connectServer(opts: ServerOptions) {
       throw remoteError(error);
     }
   };
+  /**
+   * Runs one creating call (fn passes `opts` to its mutate) under a fresh Idempotency-Key, and
+   * again with that key while it fails transiently, at most ATTEMPTS times in all.
+   */
+  const once = async <T>(fn: (opts: { context: { idempotencyKey: string } }) => Promise<T>): Promise<T> => {
+    const opts = { context: { idempotencyKey: randomUUID() } };
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await fn(opts);
+      } catch (error) {
+        const failure = remoteError(error);
+        if (attempt >= ATTEMPTS || !isTransient(failure)) throw failure;
+        await sleep(pauseBefore(attempt));
+      }
+    }
+  };
   const blobUrl = (digest: string) => `${base}/api/blobs/${digest}`;
-  return { client, call, authorization, fetch: doFetch, blobUrl };
+  return { client, call, once, authorization, fetch: doFetch, blobUrl };
 }
 
 async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {

@@ -1,6 +1,7 @@
 // The catalog of a Strata server, reached over HTTP with an agent token: tRPC (superjson) for
 // the calls, PUT /api/blobs/<sha256> for the bytes (server-client.ts). Errors come back as the StrataErrors the
-// server raised, so callers check the same codes as with a local database.
+// server raised, so callers check the same codes as with a local database. The creating calls
+// (append, publish) carry an idempotency key and are retried with it when an answer is lost.
 import type { CatalogPort } from "../server/capture/capture-publish.ts";
 import { connectServer, remoteBlobStore, remoteDependencyPort, type ServerOptions } from "./server-client.ts";
 
@@ -8,7 +9,7 @@ export type RemoteCatalogOptions = ServerOptions;
 
 export function remoteCatalog(opts: RemoteCatalogOptions): CatalogPort {
   const connection = connectServer(opts);
-  const { client, call } = connection;
+  const { client, call, once } = connection;
   const blobs = remoteBlobStore(connection);
 
   return {
@@ -29,20 +30,20 @@ export function remoteCatalog(opts: RemoteCatalogOptions): CatalogPort {
     baselineHeadId: (key) => call(async () => (await client.baseline.head.query({ key }))?.id ?? null),
 
     appendCheckpoint: (input) =>
-      call(async () => {
-        const result = await client.checkpoint.append.mutate(input);
+      once(async (opts) => {
+        const result = await client.checkpoint.append.mutate(input, opts);
         return { outcome: result.outcome, snapshotId: result.snapshot.id };
       }),
 
     publishBaseline: (input) =>
-      call(async () => {
-        const result = await client.baseline.publish.mutate(input);
+      once(async (opts) => {
+        const result = await client.baseline.publish.mutate(input, opts);
         return { outcome: result.outcome, snapshotId: result.snapshot.id };
       }),
 
     publishLayers: (input) =>
-      call(async () => {
-        await client.snapshot.publish.mutate(input);
+      once(async (opts) => {
+        await client.snapshot.publish.mutate(input, opts);
       }),
     dependencies: remoteDependencyPort(connection),
   };
