@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
+import { createCapturingSnapshot, storeBytes, storedLayer } from "../testing/content.ts";
 import { serveApp, type TestServer } from "../testing/http-server.ts";
 import {
   baselineKeyOf,
@@ -83,7 +84,21 @@ describeEachDatabase("idempotency keys", (catalog) => {
       workspace: `/workspaces/${uniqueName("ws")}`,
       host: "host-1",
     };
+    const db = catalog().db;
+    const owner = {
+      agentId: alice.scope.agentId,
+      repositoryId: (await db.repository.create({ data: { identity: `example.test/${uniqueName("r")}`, name: "r" } }))
+        .id,
+    };
+    const layer = await storedLayer(db, { owner });
+    const publishInput = {
+      snapshotId: await createCapturingSnapshot(db, owner),
+      manifestDigest: (await storeBytes(db, `manifest ${uniqueName("m")}`, owner)).digest,
+      layers: [layer],
+      heads: [layer.uuid],
+    };
     const calls: [string, unknown][] = [
+      ["snapshot.publish", publishInput],
       [
         "baseline.publish",
         {
@@ -105,8 +120,8 @@ describeEachDatabase("idempotency keys", (catalog) => {
       ["workspace.acquire", acquireInput],
       ["job.enqueueRestore", { ...acquireInput, workspace: `/workspaces/${uniqueName("ws")}` }],
     ];
-    const db = catalog().db;
     const rows = async () => ({
+      layers: await db.layer.count({ where: { agentId: alice.scope.agentId } }),
       snapshots: await db.snapshot.count({ where: { agentId: alice.scope.agentId } }),
       restores: await db.restore.count({ where: { agentId: alice.scope.agentId } }),
       jobs: await jobsOf(alice),
@@ -167,6 +182,26 @@ describeEachDatabase("idempotency keys", (catalog) => {
     expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
     expect(new Set(answers.map((a) => a.body)).size).toBe(1);
     expect(await jobsOf(alice)).toBe(before + 1);
+  });
+
+  it("records exactly one restore for concurrent acquires with one key", async () => {
+    const s = scenario("idem-race");
+    const input = {
+      repository: s.repository,
+      backendKind: s.backendKind,
+      baseImage: s.baseImage,
+      canonicalRef: s.canonicalRef,
+      workspace: `/workspaces/${uniqueName("ws")}`,
+      host: "host-1",
+    };
+    const key = randomUUID();
+    const answers = await Promise.all(Array.from({ length: 4 }, () => call(bob, "workspace.acquire", input, key)));
+    expect(answers.map((a) => a.status)).toEqual(Array(4).fill(200));
+    expect(new Set(answers.map((a) => a.body)).size).toBe(1);
+    const restores = await catalog().db.restore.count({
+      where: { agentId: bob.scope.agentId, workspace: input.workspace },
+    });
+    expect(restores).toBe(1);
   });
 
   it("frees a key after 24 hours", async () => {
