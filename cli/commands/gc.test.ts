@@ -37,6 +37,21 @@ describeEachDatabase("strata gc", (catalog) => {
     const result = JSON.parse(run.stdout) as { status: string; tally: { layersDeleted: number; blobsDeleted: number } };
     expect(result).toMatchObject({ status: "finished", tally: { layersDeleted: 1, blobsDeleted: 1 } });
     expect((await db.layer.findFirstOrThrow({ where: { agentUuid: layer.uuid } })).state).toBe("deleted");
+    // Audited like the dashboard's run, naming the CLI as who asked; its log line is JSON on stderr.
+    const audited = await db.auditEvent.findFirstOrThrow({ where: { action: "gc.collect" } });
+    expect(audited).toMatchObject({
+      actorType: "system",
+      subjectType: "collection",
+      reason: "run with strata gc collect",
+    });
+    expect(audited.actorId).toMatch(/^cli/);
+    const logged = run.stderr
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: "info", msg: "collection run", status: "finished", layersDeleted: 1 }),
+    );
 
     const again = strata(["gc", "collect"], catalog().url);
     expect(again.code).toBe(0);

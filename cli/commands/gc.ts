@@ -1,8 +1,20 @@
+import { userInfo } from "node:os";
 import type { Command } from "commander";
+import { collectAndAudit } from "../../server/gc/audited-collection.ts";
 // The collector's defaults are shown by `strata gc collect --help`, so this module loads it.
-import { collectGarbage, DEFAULT_GC_SETTINGS, listCollectionRuns } from "../../server/gc/collect-garbage.ts";
+import { DEFAULT_GC_SETTINGS, listCollectionRuns } from "../../server/gc/collect-garbage.ts";
+import { configureLogging } from "../../server/log/logger.ts";
 import { withCatalog } from "../catalog.ts";
 import { CliError, EXIT, emit } from "../output.ts";
+
+/** Who runs the command, for the audit log: the operating-system user (the CLI has no sign-in). */
+function cliActor(): string {
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return "cli";
+  }
+}
 
 function whole(value: string, name: string, min = 0): number {
   const n = Number(value);
@@ -25,12 +37,16 @@ export function registerGc(program: Command): void {
     .option("--batch <rows>", "rows per transaction", String(DEFAULT_GC_SETTINGS.batchSize))
     .option("--json", "print the result as JSON")
     .action(async (opts: { force?: boolean; grace: string; interval: string; batch: string; json?: boolean }) => {
+      await configureLogging();
+      const actor = cliActor();
       const result = await withCatalog((db) =>
-        collectGarbage(db, {
+        collectAndAudit(db, {
           force: Boolean(opts.force),
           graceSeconds: whole(opts.grace, "grace"),
           intervalSeconds: whole(opts.interval, "interval"),
           batchSize: whole(opts.batch, "batch", 1),
+          actor: { type: "system", id: actor },
+          reason: "run with strata gc collect",
         }),
       );
       if (result.status === "skipped") {

@@ -10,6 +10,9 @@ import { openCatalog } from "../../server/db/client.ts";
 import { handleTrpcNodeRequest, TRPC_ENDPOINT } from "../../server/trpc/http-handler.ts";
 import { createContext } from "../../server/trpc/init.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
+import { configureLogging, errorFields, logger } from "../../server/log/logger.ts";
+import { answerMetrics, METRICS_PATH, startMetrics } from "../../server/log/metrics.ts";
+import { observeRequest } from "../../server/log/request-log.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "../catalog.ts";
 import { workerSettings } from "./worker.ts";
@@ -67,6 +70,23 @@ function apiHandler(): (req: IncomingMessage, res: ServerResponse) => Promise<bo
   };
 }
 
+/** An unexpected failure of a request: logged (with the request's id), answered as INTERNAL. */
+function failed(res: ServerResponse, error: unknown): void {
+  logger().error({ err: errorFields(error) }, "request failed");
+  if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+  res.end(JSON.stringify({ error: { code: "INTERNAL", message: "The request failed unexpectedly." } }));
+}
+
+/** STRATA_METRICS_TOKEN: the bearer token /metrics asks for (unset: no /metrics). */
+function metricsTokenOf(env: NodeJS.ProcessEnv): string | undefined {
+  const token = env.STRATA_METRICS_TOKEN?.trim();
+  if (!token) return undefined;
+  if (token.length < 16 || /\s/.test(token)) {
+    throw new CliError("STRATA_METRICS_TOKEN: must be one word of at least 16 characters", EXIT.CONFIG);
+  }
+  return token;
+}
+
 /** Starts a worker inside this process for STRATA_HOST. */
 async function startServeWorker(config: Config, enabled: boolean): Promise<WorkerProcess | null> {
   if (!enabled) return null;
@@ -76,7 +96,7 @@ async function startServeWorker(config: Config, enabled: boolean): Promise<Worke
     catalog,
     host: config.host,
   });
-  progressDone(`Worker ${worker.workerId} is running jobs for host ${config.host} (--no-worker to turn it off)`);
+  logger().info({ workerId: worker.workerId, host: config.host }, "worker started (--no-worker turns it off)");
   return {
     ...worker,
     stop: () => worker.stop().finally(() => catalog.close()),
@@ -92,10 +112,16 @@ export function registerServe(program: Command): void {
     .option("--no-worker", "do not run a worker in this process (run `strata worker` elsewhere)")
     .action(async (opts: { dev?: boolean; rebuild?: boolean; worker: boolean }) => {
       const config = loadConfig();
+      await configureLogging({ level: config.logLevel });
+      const metricsToken = metricsTokenOf(process.env);
       const migrated = await runMigrate(config.databaseUrl);
-      progressDone(
-        `Catalog: ${describeDatabase(config.databaseUrl)} (${migrated.latest ?? "no migrations"}` +
-          `${migrated.applied.length ? `, applied ${migrated.applied.length} now` : ""})`,
+      logger().info(
+        {
+          database: describeDatabase(config.databaseUrl),
+          migration: migrated.latest ?? null,
+          appliedNow: migrated.applied.length,
+        },
+        "catalog ready",
       );
       const dev = Boolean(opts.dev);
       if (!dev && (opts.rebuild || !buildIsCurrent())) await buildApp();
@@ -105,22 +131,28 @@ export function registerServe(program: Command): void {
       await app.prepare();
       const handle = app.getRequestHandler();
       const serveApi = apiHandler();
-      const server = createServer((req, res) => {
-        // Agents' tRPC calls are answered here, before Next (whose request conversion costs
-        // more CPU than a small call); anything else, and any call this path declines, goes
-        // to Next, whose route serves the same handler.
-        if (req.url?.startsWith(TRPC_ENDPOINT)) {
-          void serveApi(req, res)
-            .then((answered) => (answered ? undefined : handle(req, res)))
-            .catch((error: unknown) => {
-              process.stderr.write(`strata: API request failed: ${(error as Error).message}\n`);
-              if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-              res.end(JSON.stringify({ error: { code: "INTERNAL", message: "The request failed unexpectedly." } }));
-            });
-          return;
-        }
-        void handle(req, res);
-      });
+      const metrics = metricsToken ? startMetrics() : null;
+      // Every request is answered inside observeRequest: its one log line, its measures, X-Request-Id.
+      const server = createServer((req, res) =>
+        observeRequest(req, res, () => {
+          if (req.url === METRICS_PATH || req.url?.startsWith(`${METRICS_PATH}?`)) {
+            void answerMetrics(req, res, { metrics, token: metricsToken }).catch((error: unknown) =>
+              failed(res, error),
+            );
+            return;
+          }
+          // Agents' tRPC calls are answered here, before Next (whose request conversion costs
+          // more CPU than a small call); anything else, and any call this path declines, goes
+          // to Next, whose route serves the same handler.
+          if (req.url?.startsWith(TRPC_ENDPOINT)) {
+            void serveApi(req, res)
+              .then((answered) => (answered ? undefined : handle(req, res)))
+              .catch((error: unknown) => failed(res, error));
+            return;
+          }
+          void handle(req, res);
+        }),
+      );
       await new Promise<void>((resolve, reject) => {
         server.once("error", (error: NodeJS.ErrnoException) =>
           reject(
@@ -132,7 +164,10 @@ export function registerServe(program: Command): void {
         server.listen(config.port, config.bind, resolve);
       });
       const shown = config.bind === "0.0.0.0" ? "localhost" : config.bind;
-      progressDone(`Strata is serving the dashboard and API on http://${shown}:${config.port}`);
+      logger().info(
+        { url: `http://${shown}:${config.port}`, metrics: metrics ? METRICS_PATH : null },
+        "serving the dashboard and API",
+      );
 
       // The quick start's promise: dashboard, API and a worker from one `npm start`.
       const worker = await startServeWorker(config, opts.worker);

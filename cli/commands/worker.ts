@@ -1,10 +1,12 @@
 import type { Command } from "commander";
 import type { Config } from "../../server/config/config.ts";
+import type { ClaimedJob } from "../../server/jobs/queue.ts";
 import type { WorkerEvent } from "../../server/jobs/worker.ts";
+import { configureLogging, errorFields, logger, scrubText } from "../../server/log/logger.ts";
+import { measure } from "../../server/log/measures.ts";
 import { openMigratedCatalog } from "../catalog.ts";
-import { CliError, EXIT, progressDone } from "../output.ts";
+import { CliError, EXIT } from "../output.ts";
 
-/** One line per job event on stderr (stdout stays free for scripts). */
 /** What the configuration says about a worker, for `strata worker` and the one `strata serve` runs. */
 export function workerSettings(config: Config) {
   return {
@@ -15,22 +17,56 @@ export function workerSettings(config: Config) {
   };
 }
 
+/** When each running attempt was claimed, by job id and attempt, for its duration. */
+const claimedAt = new Map<string, number>();
+const attemptKey = (job: ClaimedJob) => `${job.id}#${job.attempt}`;
+
+/** The job fields every line of an attempt carries. */
+function jobFields(job: ClaimedJob) {
+  return { jobId: job.id, kind: job.kind, host: job.host, attempt: job.attempt, workerId: job.workerId };
+}
+
+/** Ends an attempt: its one log line (structured, on stderr) and its measures. */
+function attemptEnded(
+  job: ClaimedJob,
+  outcome: "completed" | "retry" | "failed" | "lost",
+  cause: { code: string; message: string } | null,
+): void {
+  const started = claimedAt.get(attemptKey(job));
+  claimedAt.delete(attemptKey(job));
+  const seconds = started === undefined ? 0 : (performance.now() - started) / 1000;
+  const fields = {
+    ...jobFields(job),
+    outcome,
+    ...(cause ? { cause: { code: cause.code, message: scrubText(cause.message) } } : {}),
+    durationMs: Math.round(seconds * 10_000) / 10,
+  };
+  const log = logger();
+  if (outcome === "completed") log.info(fields, "job attempt");
+  else if (outcome === "retry") log.warn(fields, "job attempt");
+  else log.error(fields, "job attempt");
+  measure({ type: "job", kind: job.kind, outcome, seconds });
+}
+
+/** One structured line per job attempt (and per worker error) on stderr; stdout stays free for scripts. */
 export function logWorkerEvent(event: WorkerEvent): void {
-  const line = (() => {
-    switch (event.type) {
-      case "claimed":
-        return `job ${event.job.id} (${event.job.kind}) claimed, attempt ${event.job.attempt}`;
-      case "completed":
-        return `job ${event.job.id} (${event.job.kind}) completed`;
-      case "failed":
-        return `job ${event.job.id} (${event.job.kind}) failed [${event.failure.code}]: ${event.failure.message} → ${event.outcome}`;
-      case "lost":
-        return `job ${event.job.id} (${event.job.kind}) given up: ${event.reason}`;
-      case "error":
-        return `worker error: ${(event.error as Error)?.message ?? String(event.error)}`;
+  switch (event.type) {
+    case "claimed":
+      claimedAt.set(attemptKey(event.job), performance.now());
+      logger().debug(jobFields(event.job), "job claimed");
+      return;
+    case "completed":
+      return attemptEnded(event.job, "completed", null);
+    case "failed":
+      return attemptEnded(event.job, event.outcome, event.failure);
+    case "lost":
+      return attemptEnded(event.job, "lost", { code: "CLAIM_LOST", message: event.reason });
+    case "error": {
+      const job = (event as { job?: ClaimedJob }).job;
+      logger().error({ ...(job ? jobFields(job) : {}), err: errorFields(event.error) }, "worker error");
+      return;
     }
-  })();
-  process.stderr.write(`strata worker: ${line}\n`);
+  }
 }
 
 /**
@@ -60,6 +96,7 @@ export function registerWorker(program: Command): void {
         import("../../server/jobs/worker-process.ts"),
       ]);
       const config = loadConfig();
+      await configureLogging({ level: config.logLevel });
       const host = hostNameSchema.safeParse(opts.host ?? config.host);
       if (!host.success) throw new CliError(`--host: ${host.error.issues[0]?.message ?? "invalid"}`, EXIT.USAGE);
       const pollMs = Number(opts.pollMs);
@@ -75,8 +112,9 @@ export function registerWorker(program: Command): void {
         housekeepingMs: Math.min(5_000, config.jobLeaseSeconds * 500),
         ...(checkpoint ? { checkpoint } : {}),
       });
-      progressDone(
-        `Worker ${worker.workerId} on host ${host.data} is running jobs from ${describeDatabase(config.databaseUrl)}`,
+      logger().info(
+        { workerId: worker.workerId, host: host.data, database: describeDatabase(config.databaseUrl) },
+        "worker started",
       );
       const stop = () => void worker.stop();
       process.once("SIGINT", stop);

@@ -59,6 +59,8 @@ import {
 } from "../db/statements/gc.ts";
 import { releaseExpiredPins } from "../content/pins.ts";
 import { headReleaseCandidates, releaseHeadsOf } from "../lineage/retirement.ts";
+import { logger, scrubText } from "../log/logger.ts";
+import { measure } from "../log/measures.ts";
 
 export const GC_LEASE = "gc";
 
@@ -541,8 +543,35 @@ function errorCodeOf(error: unknown): string {
  */
 export async function collectGarbage(db: Db, opts: CollectOptions = {}): Promise<CollectResult> {
   const settings = settingsOf(opts);
+  const clock = performance.now();
   const started = await startRun(db, settings, opts);
-  if ("status" in started) return started;
+  if ("status" in started) {
+    logger().debug({ host: opts.host ?? null, reason: started.reason, until: started.until }, "collection skipped");
+    return started;
+  }
+  const result = await runCollection(db, settings, started, opts);
+  const seconds = (performance.now() - clock) / 1000;
+  const fields = {
+    runId: result.runId,
+    host: opts.host ?? null,
+    status: result.status,
+    ...(result.errorCode ? { errorCode: result.errorCode, error: scrubText(result.error ?? "") } : {}),
+    ...result.tally,
+    durationMs: Math.round(seconds * 10_000) / 10,
+  };
+  if (result.status === "failed") logger().error(fields, "collection run");
+  else logger().info(fields, "collection run");
+  measure({ type: "run", run: "collection", outcome: result.errorCode ?? result.status, seconds });
+  return result;
+}
+
+/** The phases of a started run, and its record closed; never throws for a failure during the run. */
+async function runCollection(
+  db: Db,
+  settings: GcSettings,
+  started: { runId: string; startedAt: Date },
+  opts: CollectOptions,
+): Promise<Extract<CollectResult, { runId: string }>> {
   const ctx: RunContext = {
     db,
     runId: started.runId,

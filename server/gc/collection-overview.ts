@@ -3,10 +3,10 @@
 // snapshots hold (kept by pins, or released at the next collection). Admins run one now.
 import type { Db } from "../db/client.ts";
 import type { UserScope } from "../domain/scope.ts";
-import { recordAuditEvent } from "../audit/record-audit-event.ts";
 import { dbNow, toNumber } from "../db/sql.ts";
 import { layersPendingDeletion, unreachableLayerTotals } from "../db/statements/gc.ts";
-import { collectGarbage, listCollectionRuns, type CollectResult } from "./collect-garbage.ts";
+import { collectAndAudit } from "./audited-collection.ts";
+import { listCollectionRuns, type CollectResult } from "./collect-garbage.ts";
 import { HEAD_RELEASE_STATES } from "../lineage/retirement.ts";
 
 const PENDING_SHOWN = 50;
@@ -79,17 +79,10 @@ export async function collectionOverview(db: Db) {
 
 /** An admin's "collect now": a forced run (never beside a running one), in the audit log. */
 export async function runCollectionNow(db: Db, opts: { user: UserScope }): Promise<CollectResult> {
-  const result = await collectGarbage(db, { force: true, host: `dashboard:${opts.user.userId}` });
-  await recordAuditEvent(db, {
+  return collectAndAudit(db, {
+    force: true,
+    host: `dashboard:${opts.user.userId}`,
     actor: { type: "user", id: opts.user.userId },
-    action: "gc.collect",
-    subjectType: "collection",
-    subjectId: result.status === "skipped" ? "skipped" : result.runId,
     reason: "run from the dashboard",
-    details:
-      result.status === "skipped"
-        ? { status: result.status, reason: result.reason }
-        : { status: result.status, errorCode: result.errorCode, ...result.tally },
   });
-  return result;
 }

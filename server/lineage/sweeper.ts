@@ -19,6 +19,8 @@ import {
   type SweepSettings,
 } from "../domain/retention.ts";
 import { recordAuditEvent } from "../audit/record-audit-event.ts";
+import { errorFields, logger } from "../log/logger.ts";
+import { measure } from "../log/measures.ts";
 import { lockLineageRow } from "./lineages.ts";
 import { reclaimArtifacts, type ReclaimResult } from "./reclaim-artifacts.ts";
 
@@ -60,6 +62,38 @@ function staleHeadWhere(cutoff: Date): Prisma.SnapshotWhereInput {
 }
 
 export async function sweepSnapshots(db: Db, opts: SweepOptions): Promise<SweepResult> {
+  const clock = performance.now();
+  const took = () => (performance.now() - clock) / 1000;
+  try {
+    const result = await sweep(db, opts);
+    const seconds = took();
+    logger().info(
+      {
+        staleCheckpoints: result.staleCheckpointIds.length,
+        staleLineages: result.staleLineageIds.length,
+        movedToDeleting: result.movedToDeleting,
+        keptForPins: result.keptForPins,
+        reclaimed: {
+          deleted: result.reclaimed.deleted,
+          failed: result.reclaimed.failed.length,
+          shared: result.reclaimed.shared,
+        },
+        durationMs: Math.round(seconds * 10_000) / 10,
+      },
+      "sweep run",
+    );
+    measure({ type: "run", run: "sweep", outcome: "finished", seconds });
+    return result;
+  } catch (error) {
+    const seconds = took();
+    const err = errorFields(error);
+    logger().error({ err, durationMs: Math.round(seconds * 10_000) / 10 }, "sweep run");
+    measure({ type: "run", run: "sweep", outcome: err.code, seconds });
+    throw error;
+  }
+}
+
+async function sweep(db: Db, opts: SweepOptions): Promise<SweepResult> {
   const settings = { ...DEFAULT_SWEEP_SETTINGS, ...opts.settings };
   const batchSize = opts.batchSize ?? 100;
   const now = opts.now;

@@ -1,11 +1,16 @@
-// Test support: the app's HTTP routes (tRPC and the blob routes) behind a real node:http
-// server on a test catalog, so tests send real requests and read real answers.
+// Test support: the app's HTTP routes (tRPC, the blob routes, and optionally sign-in and
+// /metrics) behind a real node:http server on a test catalog, so tests send real requests and
+// read real answers. Every request is observed as `strata serve` observes it (its log line).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { handleBlobGet, handleBlobMethodNotAllowed, handleBlobPut } from "../http/blob-routes.ts";
+import { sessionUser, type Auth } from "../auth/dashboard-auth.ts";
 import type { Db } from "../db/catalog.ts";
 import type { UserScope } from "../domain/scope.ts";
+import { answerMetrics, METRICS_PATH, type Metrics } from "../log/metrics.ts";
+import { noteRequestIdentity } from "../log/request-context.ts";
+import { observeRequest } from "../log/request-log.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { handleTrpcNodeRequest, handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
 
@@ -42,6 +47,13 @@ export interface TestServerOptions {
   db: Db;
   /** The signed-in dashboard user of a request (the app reads a session cookie). */
   userFor?: (req: { headers: Headers }) => UserScope | null;
+  /**
+   * Dashboard sign-in as the app has it: /api/auth/* is this better-auth instance's, and a
+   * request's session cookie signs its user in (instead of userFor).
+   */
+  auth?: Auth;
+  /** /metrics as `strata serve` answers it. */
+  metrics?: { metrics: Metrics | null; token: string | undefined };
 }
 
 export interface TestServer {
@@ -64,8 +76,21 @@ function decodeSegment(segment: string): string {
 
 const isTrpcPath = (path: string) => path === TRPC_ENDPOINT || path.startsWith(`${TRPC_ENDPOINT}/`);
 
+/** The request's dashboard user, noted on the request (as the app's createContext does). */
+async function userOf(req: { headers: Headers }, opts: TestServerOptions): Promise<UserScope | null> {
+  const { auth } = opts;
+  const user = auth
+    ? req.headers.has("cookie")
+      ? await sessionUser(auth, req.headers)
+      : null
+    : (opts.userFor?.(req) ?? null);
+  if (user) noteRequestIdentity({ userId: user.userId });
+  return user;
+}
+
 function route(req: Request, opts: TestServerOptions): Promise<Response> {
   const path = new URL(req.url).pathname;
+  if (opts.auth && path.startsWith("/api/auth/")) return opts.auth.handler(req);
   const blob = /^\/api\/blobs\/([^/]+)$/.exec(path);
   if (blob) {
     const digest = decodeSegment(blob[1] ?? "");
@@ -76,12 +101,11 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
   }
   // app/api/trpc/[[...trpc]]/route.ts: /api/trpc and every path beneath it.
   if (isTrpcPath(path)) {
-    return handleTrpcRequest(req, (request) =>
+    return handleTrpcRequest(req, async (request) =>
       createContextInner({
         db: opts.db,
         authorization: request.headers.get("authorization"),
-        user: opts.userFor?.(request) ?? null,
-        idempotencyKey: request.headers.get("idempotency-key"),
+        user: await userOf(request, opts),
       }),
     );
   }
@@ -91,47 +115,52 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
 /** Serves the app's API routes on 127.0.0.1 at a free port. */
 export function serveApp(opts: TestServerOptions): Promise<TestServer> {
   // Room for the long query strings tests send (Node's default header limit is 16 KiB).
-  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
-    const failed = () => {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      res.writeHead(500);
-      res.end();
-    };
-    let parts: { url: URL; headers: Headers };
-    try {
-      parts = urlAndHeaders(req);
-    } catch {
-      res.writeHead(400);
-      res.end();
-      return;
-    }
-    const answer = async () => {
-      // Plain JSON tRPC calls skip the fetch Request and Response (see handleTrpcNodeRequest).
-      if (isTrpcPath(parts.url.pathname)) {
-        const context = () =>
-          createContextInner({
-            db: opts.db,
-            authorization: parts.headers.get("authorization"),
-            user: opts.userFor?.(parts) ?? null,
-            idempotencyKey: parts.headers.get("idempotency-key"),
-          });
-        if (await handleTrpcNodeRequest(req, res, parts, context)) return;
-      }
-      let request: Request;
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) =>
+    observeRequest(req, res, () => {
+      const failed = () => {
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        res.writeHead(500);
+        res.end();
+      };
+      let parts: { url: URL; headers: Headers };
       try {
-        request = toRequest(req, parts);
+        parts = urlAndHeaders(req);
       } catch {
         res.writeHead(400);
         res.end();
         return;
       }
-      await send(res, await route(request, opts));
-    };
-    answer().catch(failed);
-  });
+      if (opts.metrics && parts.url.pathname === METRICS_PATH) {
+        answerMetrics(req, res, opts.metrics).catch(failed);
+        return;
+      }
+      const answer = async () => {
+        // Plain JSON tRPC calls skip the fetch Request and Response (see handleTrpcNodeRequest).
+        if (isTrpcPath(parts.url.pathname)) {
+          const context = async () =>
+            createContextInner({
+              db: opts.db,
+              authorization: parts.headers.get("authorization"),
+              user: await userOf(parts, opts),
+            });
+          if (await handleTrpcNodeRequest(req, res, parts, context)) return;
+        }
+        let request: Request;
+        try {
+          request = toRequest(req, parts);
+        } catch {
+          res.writeHead(400);
+          res.end();
+          return;
+        }
+        await send(res, await route(request, opts));
+      };
+      answer().catch(failed);
+    }),
+  );
   return new Promise((resolve) => {
     server.listen(0, "127.0.0.1", () => {
       const { port } = server.address() as AddressInfo;

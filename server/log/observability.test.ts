@@ -1,0 +1,281 @@
+// The log and /metrics as operators rely on them, on both databases: the app's HTTP server (the
+// request path `strata serve` runs) and a real `strata worker` process do an agent's flow with
+// seeded secrets (a checkout whose .env holds a secret, an agent token, a dashboard password and
+// its session cookie, a blob's bytes); every line is JSON with the fields the docs name, and no
+// secret appears anywhere in it. STRATA_LOG_LEVEL=warn keeps info lines out; /metrics answers
+// 404 without a token configured, 401 without the right one, and the metrics with it.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createAgent } from "../auth/agents.ts";
+import { createAuth, createUser } from "../auth/dashboard-auth.ts";
+import { loadConfig } from "../config/config.ts";
+import { runStrata, STRATA_BIN, type StrataRun } from "../testing/cli.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
+import { serveApp, type TestServer } from "../testing/http-server.ts";
+import { uniqueName } from "../testing/lineage.ts";
+import { initRepository, removeTemporaryDirectories, write } from "../testing/repos.ts";
+import { configureLogging } from "./logger.ts";
+import { startMetrics, type Metrics } from "./metrics.ts";
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), "strata-log-"));
+afterAll(() => {
+  rmSync(dataDir, { recursive: true, force: true });
+  removeTemporaryDirectories();
+});
+
+type Line = Record<string, unknown>;
+
+const METRICS_TOKEN = `metrics-${randomBytes(12).toString("hex")}`;
+
+describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
+  let metrics: Metrics;
+  let server: TestServer;
+  let token: string;
+  let password: string;
+  const envSecret = `ENV-SECRET-${randomBytes(9).toString("hex")}`;
+  const blobSecret = `BLOB-CONTENT-${randomBytes(9).toString("hex")}`;
+  const captured: string[] = [];
+  const host = uniqueName("host");
+  let worker: ChildProcess;
+  let workerLog = "";
+  let workerExited: Promise<unknown>;
+  let quietRun: Promise<StrataRun>;
+
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        captured.push(chunk.toString());
+        done();
+      },
+    });
+    await configureLogging({ level: "info", destination: sink });
+    metrics = startMetrics();
+    // Processes start while the rest is set up (each takes a moment): a real worker for this
+    // suite's host, and a collection run at STRATA_LOG_LEVEL=warn.
+    worker = spawn(process.execPath, [STRATA_BIN, "worker", "--host", host, "--poll-ms", "50"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "",
+        NODE_ENV: "test",
+        DATABASE_URL: catalog().url,
+        STRATA_DATA_DIR: dataDir,
+        STRATA_SWEEP_INTERVAL_SECONDS: "0",
+        STRATA_GC_INTERVAL_SECONDS: "0",
+      },
+    });
+    worker.stderr!.on("data", (c: Buffer) => (workerLog += c.toString()));
+    worker.stdout!.on("data", (c: Buffer) => (workerLog += c.toString()));
+    workerExited = new Promise((resolve) => worker.on("exit", resolve));
+    quietRun = runStrata(["gc", "collect", "--force"], {
+      DATABASE_URL: catalog().url,
+      STRATA_DATA_DIR: dataDir,
+      STRATA_LOG_LEVEL: "warn",
+    });
+    token = (await createAgent(catalog().db, { name: uniqueName("logged") })).token;
+    password = `pw-${randomBytes(12).toString("hex")}`;
+    await createUser(catalog().db, { email: `admin-${kind}@example.com`, role: "admin", password });
+    const auth = createAuth(
+      catalog(),
+      loadConfig({ STRATA_DATA_DIR: dataDir, STRATA_SIGNIN_ATTEMPTS_PER_MINUTE: "1000" }),
+    );
+    server = await serveApp({ db: catalog().db, auth, metrics: { metrics, token: METRICS_TOKEN } });
+  });
+  afterAll(async () => {
+    metrics?.stop();
+    if (worker?.exitCode === null) worker.kill("SIGKILL");
+    await quietRun?.catch(() => undefined);
+    await server?.close();
+  });
+
+  const logText = () => captured.join("");
+  const logLines = () =>
+    logText()
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l) as Line);
+
+  const call = (procedure: string, input: unknown, headers: Record<string, string>) =>
+    fetch(`${server.url}/api/trpc/${procedure}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ json: input }),
+    });
+  const query = (procedure: string, input: unknown, headers: Record<string, string>) =>
+    fetch(`${server.url}/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`, {
+      headers,
+    });
+
+  it("logs every request and job attempt as JSON with its fields, and no secret anywhere", async () => {
+    const bearer = { authorization: `Bearer ${token}` };
+    const checkout = initRepository({ "README.md": "# logged\n" });
+    write(checkout, ".env", `API_KEY=${envSecret}\n`);
+    write(checkout, "src/work.txt", "work in progress\n");
+    const key = {
+      repository: { identity: `example.invalid/${uniqueName("logged")}` },
+      backendKind: "local",
+      baseImage: "img",
+      workContextId: uniqueName("wc"),
+    };
+
+    const enqueued = await call("job.enqueueCapture", { host, dir: checkout, key }, bearer);
+    expect(enqueued.status).toBe(200);
+    const requestId = enqueued.headers.get("x-request-id");
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    const job = ((await enqueued.json()) as { result: { data: { json: { id: string } } } }).result.data.json;
+
+    // The worker started by beforeAll captures the checkout (its .env is denied, never stored or logged).
+    try {
+      for (let i = 0; ; i++) {
+        const row = await catalog().db.job.findUniqueOrThrow({ where: { id: job.id } });
+        if (row.state === "completed" || row.state === "failed") {
+          expect(row.state, JSON.stringify(row.error)).toBe("completed");
+          break;
+        }
+        if (i > 600) throw new Error(`the capture job did not finish: ${workerLog}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      worker.kill("SIGTERM");
+      await workerExited;
+    }
+
+    // The rest of an agent's flow: acquire, a blob upload, a refused token.
+    const acquired = await call(
+      "workspace.acquire",
+      { ...key, canonicalRef: "refs/heads/main", workspace: "/work/elsewhere", host },
+      bearer,
+    );
+    expect(acquired.status).toBe(200);
+    const digest = createHash("sha256").update(blobSecret).digest("hex");
+    const put = await fetch(`${server.url}/api/blobs/${digest}`, { method: "PUT", headers: bearer, body: blobSecret });
+    expect(put.status).toBe(201);
+    const refused = await query("job.list", {}, { authorization: `Bearer ${token}x` });
+    expect(refused.status).toBe(401);
+
+    // A dashboard user signs in with a password; their session cookie calls a page's query.
+    const signIn = await fetch(`${server.url}/api/auth/sign-in/email`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: "http://localhost:3000" },
+      body: JSON.stringify({ email: `admin-${kind}@example.com`, password }),
+    });
+    expect(signIn.status).toBe(200);
+    const cookies = signIn.headers.getSetCookie().map((c) => c.split(";")[0]!);
+    expect(cookies.length).toBeGreaterThan(0);
+    const overview = await query("dashboard.collection", undefined, { cookie: cookies.join("; ") });
+    expect(overview.status).toBe(200);
+
+    const lines = logLines();
+    const requests = lines.filter((l) => l.msg === "request");
+    for (const line of requests) {
+      expect(line).toMatchObject({ level: "info", reqId: expect.any(String), method: expect.any(String) });
+      expect(line).toHaveProperty("route");
+      expect(line).toHaveProperty("status");
+      expect(line).toHaveProperty("outcome");
+      expect(typeof line.durationMs).toBe("number");
+      expect(typeof line.time).toBe("string");
+    }
+    const agent = await catalog().db.agentToken.findFirstOrThrow({ where: { prefix: token.slice(0, 13) } });
+    expect(requests).toContainEqual(
+      expect.objectContaining({
+        reqId: requestId,
+        method: "POST",
+        route: "trpc:job.enqueueCapture",
+        procedures: ["job.enqueueCapture"],
+        agentId: agent.agentId,
+        status: 200,
+        outcome: "OK",
+      }),
+    );
+    expect(requests).toContainEqual(
+      expect.objectContaining({ route: "trpc:workspace.acquire", agentId: agent.agentId, outcome: "OK" }),
+    );
+    expect(requests).toContainEqual(
+      expect.objectContaining({ route: "/api/blobs/:digest", method: "PUT", agentId: agent.agentId, status: 201 }),
+    );
+    expect(requests).toContainEqual(
+      expect.objectContaining({ procedures: ["job.list"], status: 401, outcome: "UNAUTHORIZED" }),
+    );
+    const user = await catalog().db.user.findFirstOrThrow({ where: { email: `admin-${kind}@example.com` } });
+    expect(requests).toContainEqual(
+      expect.objectContaining({ procedures: ["dashboard.collection"], userId: user.id, status: 200 }),
+    );
+
+    // The worker's stderr is JSON lines too: one per job attempt, naming the job.
+    const workerLines = workerLog
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l) as Line);
+    expect(workerLines).toContainEqual(
+      expect.objectContaining({
+        level: "info",
+        msg: "job attempt",
+        jobId: job.id,
+        kind: "capture",
+        host,
+        attempt: 1,
+        outcome: "completed",
+        durationMs: expect.any(Number),
+      }),
+    );
+
+    // No secret, token, password or cookie anywhere in either log.
+    const everything = logText() + workerLog;
+    for (const secret of [envSecret, blobSecret, token, token.slice("strata_".length), password, ...cookies]) {
+      expect(everything).not.toContain(secret);
+    }
+    for (const cookie of cookies) expect(everything).not.toContain(cookie.slice(cookie.indexOf("=") + 1));
+  }, 60_000);
+
+  it("keeps info lines out at STRATA_LOG_LEVEL=warn", async () => {
+    const sink: string[] = [];
+    await configureLogging({
+      level: "warn",
+      destination: new Writable({ write: (c: Buffer, _e, done) => done(void sink.push(c.toString())) }),
+    });
+    expect((await query("job.list", {}, { authorization: `Bearer ${token}` })).status).toBe(200);
+    expect(sink.join("")).toBe("");
+
+    const run = await quietRun;
+    expect(run.code, run.stderr).toBe(0);
+    // (cli/commands/gc.test.ts reads the same line at the default level.)
+    expect(run.stderr).not.toContain("collection run");
+  });
+
+  it("serves /metrics behind its token", async () => {
+    const off = await serveApp({ db: catalog().db, metrics: { metrics: null, token: undefined } });
+    try {
+      expect((await fetch(`${off.url}/metrics`)).status).toBe(404);
+    } finally {
+      await off.close();
+    }
+    expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${server.url}/metrics`, { headers: { authorization: "Bearer wrong-token" } })).status).toBe(
+      401,
+    );
+    const scraped = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    expect(scraped.status).toBe(200);
+    expect(scraped.headers.get("content-type")).toMatch(/^text\/plain/);
+    const text = await scraped.text();
+    for (const name of [
+      "strata_http_request_duration_seconds",
+      "strata_acquire_duration_seconds",
+      "strata_job_attempts_total",
+      "strata_job_attempt_duration_seconds",
+      "strata_collection_runs_total",
+      "strata_collection_run_duration_seconds",
+    ]) {
+      expect(text).toContain(`# TYPE ${name}`);
+    }
+    expect(text).toMatch(
+      /strata_http_request_duration_seconds_count\{route="trpc:job.enqueueCapture",status_class="2xx"\} 1/,
+    );
+    expect(text).toMatch(/strata_acquire_duration_seconds_count\{outcome="OK"\} 1/);
+    expect(text).not.toContain(METRICS_TOKEN);
+  });
+});
