@@ -2,9 +2,10 @@
 // `Idempotency-Key: K` runs its work and records K's answer in ONE transaction; a later call of
 // the same agent with K within 24 h gets that answer again (the same bytes) and does nothing. A
 // concurrent call with K waits on the key's primary key until the first commits, then replays
-// it (it waits, rather than answering "in progress"), so two calls never both do the work; a
-// crash before the commit leaves neither the work nor the key. A failed call is rolled back with its key (a retry runs it again), except refusals
-// whose records the work keeps (`keptRefusals`), which are stored and replayed as the error.
+// it (it waits rather than answering "in progress"), so two calls never both do the work; a
+// crash before the commit leaves neither the work nor the key. A failed call is rolled back with
+// its key (a retry runs it again), except refusals whose records the work keeps
+// (`keptRefusals`), which are stored with the key and replayed as the same error.
 import { createHash } from "node:crypto";
 import superjson from "superjson";
 import { inTransaction, type Db } from "../db/client.ts";
@@ -13,12 +14,12 @@ import { ERROR_CODES, isStrataError, StrataError, type ErrorCode, type StrataErr
 import type { AgentScope } from "../domain/scope.ts";
 import { invalidInput } from "./input-boundary.ts";
 
-export const IDEMPOTENCY_HEADER = "Idempotency-Key";
+const IDEMPOTENCY_HEADER = "Idempotency-Key";
 /** How long a key answers with its first call's result. */
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 const KEY_FORMAT = /^[A-Za-z0-9._:-]{1,200}$/;
 
-export interface IdempotentCall {
+interface IdempotentCall {
   db: Db;
   agentId: string;
   /** The Idempotency-Key header; without one the work simply runs. */
@@ -58,7 +59,7 @@ export function withIdempotencyKey<T>(
 }
 
 /** Runs `work` once per (agent, key): see the top of this file. */
-export async function idempotent<T>(call: IdempotentCall, work: (db: Db) => Promise<T>): Promise<T> {
+async function idempotent<T>(call: IdempotentCall, work: (db: Db) => Promise<T>): Promise<T> {
   const { db, agentId, key, procedure } = call;
   if (key === null || key === undefined) return work(db);
   checkKey(key);
@@ -156,7 +157,7 @@ function checkKey(key: string): void {
 }
 
 /** sha256 of the procedure and its input, with object keys sorted: the same call hashes alike. */
-export function hashCall(procedure: string, input: unknown): string {
+function hashCall(procedure: string, input: unknown): string {
   return createHash("sha256").update(procedure).update("\n").update(canonicalJson(input)).digest("hex");
 }
 
