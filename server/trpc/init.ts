@@ -9,7 +9,8 @@ import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
 import { ROLES, roleMay, type StaffAction, type UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
 import { getAuth, sessionUser } from "../auth/dashboard-auth.ts";
-import { noteRequestIdentity } from "../log/request-context.ts";
+import { errorFields, logger } from "../log/logger.ts";
+import { currentRequest, noteRequestIdentity } from "../log/request-context.ts";
 import { assertSafeInput, describeZodIssues, invalidInput, markScanned } from "./input-boundary.ts";
 
 // 1. Context ----------------------------------------------------------------------------------
@@ -144,8 +145,9 @@ function toStrataError(error: TRPCError, path: string | undefined): StrataError 
     );
   }
   if (error.code !== "INTERNAL_SERVER_ERROR") return requestProblem(error, path);
-  const requestId = randomUUID();
-  console.error(`request ${requestId} failed: tRPC ${path ?? "?"}: ${String(cause ?? error)}`);
+  // The request's own id (its X-Request-Id and log line) when served over HTTP.
+  const requestId = currentRequest()?.id ?? randomUUID();
+  logger().error({ reqId: requestId, procedure: path ?? null, err: errorFields(cause ?? error) }, "request failed");
   return new StrataError("INTERNAL", `The server failed to answer (request ${requestId}).`, {
     hint: "Retry; if it keeps failing, give an operator the request id.",
     data: { requestId },
