@@ -158,14 +158,12 @@ export function startWorker(opts: WorkerOptions): RunningWorker {
       lost = reason;
       abort.abort(new ClaimLost(reason));
     };
+    /** A write during the attempt failed: noted (an outage is kept as the attempt's cause) and reported. */
     const noteError = (error: unknown) => {
-      if (isCatalogUnreachable(error)) outage ??= error;
-      emit({
-        type: "error",
-        error,
-        job,
-        facts: facts("running", { code: "RENEWAL_FAILED", message: messageOf(error) }),
-      });
+      const unreachable = isCatalogUnreachable(error);
+      if (unreachable) outage ??= error;
+      const code = unreachable ? CATALOG_OUTAGE.code : "RENEWAL_FAILED";
+      emit({ type: "error", error, job, facts: facts("running", { code, message: messageOf(error) }) });
     };
     const onStop = () => abort.abort(stopping.signal.reason);
     stopping.signal.addEventListener("abort", onStop);
