@@ -8,7 +8,7 @@ import type { JobKind } from "../domain/jobs.ts";
 import { abandonRestore } from "../restore/report-restore.ts";
 
 /** The job as it ended, with the cause recorded for it. */
-export interface EndedJob {
+interface EndedJob {
   id: string;
   kind: JobKind;
   agentId: string | null;
@@ -21,7 +21,7 @@ export interface JobEndCause {
   message: string;
 }
 
-export type JobFinalizer = (tx: Db, job: EndedJob, cause: JobEndCause) => Promise<void>;
+type JobFinalizer = (tx: Db, job: EndedJob, cause: JobEndCause) => Promise<void>;
 
 export type JobFinalizers = Partial<Record<JobKind, JobFinalizer>>;
 

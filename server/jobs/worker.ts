@@ -37,7 +37,7 @@ export type JobHandler = (job: ClaimedJob, ctx: JobContext) => Promise<Prisma.In
  * One job attempt as an operator's log line needs it, flat and free of job data (which may hold
  * paths but never secrets; results and memos are left out all the same).
  */
-export interface JobAttemptFacts {
+interface JobAttemptFacts {
   jobId: string;
   kind: JobKind;
   /** The host of the worker running the attempt (maintenance jobs are addressed to none). */
