@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import type { Config } from "../../server/config/config.ts";
-import type { ClaimedJob } from "../../server/jobs/queue.ts";
 import type { WorkerEvent } from "../../server/jobs/worker.ts";
 import { configureLogging, errorFields, logger, scrubText } from "../../server/log/logger.ts";
 import { measure } from "../../server/log/measures.ts";
@@ -17,56 +16,40 @@ export function workerSettings(config: Config) {
   };
 }
 
-/** When each running attempt was claimed, by job id and attempt, for its duration. */
-const claimedAt = new Map<string, number>();
-const attemptKey = (job: ClaimedJob) => `${job.id}#${job.attempt}`;
+/** One job attempt as the worker reports it (server/jobs/worker.ts): flat, without job data. */
+type AttemptFacts = Extract<WorkerEvent, { type: "claimed" }>["facts"];
 
-/** The job fields every line of an attempt carries. */
-function jobFields(job: ClaimedJob) {
-  return { jobId: job.id, kind: job.kind, host: job.host, attempt: job.attempt, workerId: job.workerId };
-}
-
-/** Ends an attempt: its one log line (structured, on stderr) and its measures. */
-function attemptEnded(
-  job: ClaimedJob,
-  outcome: "completed" | "retry" | "failed" | "lost",
-  cause: { code: string; message: string } | null,
-): void {
-  const started = claimedAt.get(attemptKey(job));
-  claimedAt.delete(attemptKey(job));
-  const seconds = started === undefined ? 0 : (performance.now() - started) / 1000;
-  const fields = {
-    ...jobFields(job),
-    outcome,
-    ...(cause ? { cause: { code: cause.code, message: scrubText(cause.message) } } : {}),
-    durationMs: Math.round(seconds * 10_000) / 10,
+/** The fields of an attempt's log line; the cause's message with tokens and credentials blanked. */
+function attemptFields(facts: AttemptFacts) {
+  return {
+    jobId: facts.jobId,
+    kind: facts.kind,
+    host: facts.host,
+    workerId: facts.workerId,
+    attempt: facts.attempt,
+    maxAttempts: facts.maxAttempts,
+    outcome: facts.outcome,
+    ...(facts.code ? { cause: { code: facts.code, message: scrubText(facts.message ?? "") } } : {}),
+    durationMs: facts.durationMs,
   };
-  const log = logger();
-  if (outcome === "completed") log.info(fields, "job attempt");
-  else if (outcome === "retry") log.warn(fields, "job attempt");
-  else log.error(fields, "job attempt");
-  measure({ type: "job", kind: job.kind, outcome, seconds });
 }
 
 /** One structured line per job attempt (and per worker error) on stderr; stdout stays free for scripts. */
 export function logWorkerEvent(event: WorkerEvent): void {
-  switch (event.type) {
-    case "claimed":
-      claimedAt.set(attemptKey(event.job), performance.now());
-      logger().debug(jobFields(event.job), "job claimed");
-      return;
-    case "completed":
-      return attemptEnded(event.job, "completed", null);
-    case "failed":
-      return attemptEnded(event.job, event.outcome, event.failure);
-    case "lost":
-      return attemptEnded(event.job, "lost", { code: "CLAIM_LOST", message: event.reason });
-    case "error": {
-      const job = (event as { job?: ClaimedJob }).job;
-      logger().error({ ...(job ? jobFields(job) : {}), err: errorFields(event.error) }, "worker error");
-      return;
-    }
+  const log = logger();
+  if (event.type === "error") {
+    log.error({ ...(event.facts ? attemptFields(event.facts) : {}), err: errorFields(event.error) }, "worker error");
+    return;
   }
+  const fields = attemptFields(event.facts);
+  if (event.type === "claimed") {
+    log.debug(fields, "job claimed");
+    return;
+  }
+  if (fields.outcome === "completed") log.info(fields, "job attempt");
+  else if (fields.outcome === "retry") log.warn(fields, "job attempt");
+  else log.error(fields, "job attempt");
+  measure({ type: "job", kind: fields.kind, outcome: fields.outcome, seconds: fields.durationMs / 1000 });
 }
 
 /**
