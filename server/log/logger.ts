@@ -4,11 +4,11 @@
 // any token, password, cookie or authorization field that slips in anyway.
 import { pino, type DestinationStream, type Logger } from "pino";
 
-export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "silent"];
 
 /** Field paths whose values are replaced by "[redacted]" wherever they appear (two levels deep). */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   "token",
   "password",
   "cookie",

@@ -17,7 +17,7 @@ const ERROR_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 const ID_SEGMENT = /^(?:[0-9a-f]{16,}|[0-9a-f-]{32,36}|c[a-z0-9]{20,}|\d+|[A-Za-z0-9_-]{40,})$/i;
 
 /** The tRPC procedures a path names (`/api/trpc/a.b,c.d`), each cut to a safe name. */
-export function proceduresOf(pathname: string): string[] | null {
+function proceduresOf(pathname: string): string[] | null {
   if (pathname !== TRPC_PREFIX && !pathname.startsWith(`${TRPC_PREFIX}/`)) return null;
   let names = pathname.slice(TRPC_PREFIX.length + 1);
   try {
