@@ -76,6 +76,25 @@ describeEachDatabase("worker loop", (catalog) => {
       "retry",
       "retry",
     ]);
+    // Each attempt's events carry what its log line needs.
+    expect(events.find((e) => e.type === "failed")).toMatchObject({
+      facts: {
+        jobId: job.id,
+        kind: "capture",
+        host,
+        attempt: 1,
+        outcome: "retry",
+        code: "TIMEOUT",
+        message: "git took too long",
+      },
+    });
+    const completed = events.find((e) => e.type === "completed");
+    expect(completed?.type === "completed" && completed.facts).toMatchObject({
+      attempt: 3,
+      outcome: "completed",
+      code: null,
+    });
+    expect(completed?.type === "completed" && completed.durationMs).toBeGreaterThanOrEqual(0);
   });
 
   it("aborts the handler of a cancelled job and records nothing of that run", async () => {
@@ -105,7 +124,7 @@ describeEachDatabase("worker loop", (catalog) => {
     );
     await until("the job to start", async () => (await queue.get(catalog().db, job.id))?.state === "active");
     await queue.cancel(catalog().db, job.id, { agentId: agent.scope.agentId });
-    // Heartbeats run every third of the one-second lease.
+    // Heartbeats run every quarter of the one-second lease.
     await until("the handler to be aborted", async () => aborted);
     await worker.stop();
     expect(await queue.get(catalog().db, job.id)).toMatchObject({ state: "cancelled", result: null, error: null });
