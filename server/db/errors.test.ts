@@ -1,0 +1,148 @@
+// The outage classifier against the errors Prisma 6.19, its pg and better-sqlite3 adapters and pg
+// really throw: a refused connection, a server shut down under a running query, an exhausted
+// pool, an SQLite file whose directory is gone; and the errors that are not outages.
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { parseIntoClientConfig } from "pg-connection-string";
+import { describe, expect, it } from "vitest";
+import { StrataError } from "../domain/errors.ts";
+import { createAgent } from "../auth/agents.ts";
+import { describeEachDatabase } from "../testing/databases.ts";
+import { adminPostgresUrl } from "../testing/postgres.ts";
+import { startPrivatePostgres } from "../testing/private-postgres.ts";
+import { openCatalog } from "./client.ts";
+import { asCatalogUnavailable, catalogUnavailable, isDatabaseUnavailable } from "./errors.ts";
+import { migrate } from "./migrate.ts";
+
+/** What `work` threw (it must throw). */
+async function thrown(work: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await work();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("isDatabaseUnavailable: outages", () => {
+  it("knows a PostgreSQL catalog nothing listens for: model calls, raw queries, transactions and pg itself", async () => {
+    const closed = "postgresql://postgres@127.0.0.1:1/strata";
+    const catalog = openCatalog(closed);
+    const pool = new pg.Pool(parseIntoClientConfig(closed) as pg.PoolConfig);
+    try {
+      const errors = [
+        await thrown(() => catalog.db.agentToken.findUnique({ where: { tokenHash: "x" } })),
+        await thrown(() => catalog.db.$queryRawUnsafe("SELECT 1")),
+        await thrown(() => catalog.db.$transaction((tx) => tx.agent.findMany())),
+        await thrown(() => pool.query("SELECT 1")),
+      ];
+      expect(errors.map(isDatabaseUnavailable)).toEqual([true, true, true, true]);
+    } finally {
+      await catalog.close();
+      await pool.end();
+    }
+  });
+
+  it("knows a server shut down under running queries, then refusing new ones; the broken transaction's connection comes back", async () => {
+    const cluster = await startPrivatePostgres();
+    // One connection: a transaction the shutdown broke must not keep it after the server is back.
+    const single = openCatalog(cluster.url, { poolSize: 1 });
+    const catalog = openCatalog(cluster.url);
+    try {
+      await migrate(cluster.url);
+      const running = [
+        thrown(() => catalog.db.$queryRawUnsafe("SELECT pg_sleep(30)")),
+        thrown(() => single.db.$transaction((tx) => tx.$queryRawUnsafe("SELECT pg_sleep(30)"), { timeout: 60_000 })),
+      ];
+      // Both are running before the shutdown terminates them (57P01).
+      const admin = new pg.Client(parseIntoClientConfig(cluster.url) as pg.ClientConfig);
+      await admin.connect();
+      const sleeping = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)'`;
+      while ((await admin.query<{ n: number }>(sleeping)).rows[0]!.n < 2) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await admin.end();
+      await cluster.stop();
+      const afterwards = await thrown(() => catalog.db.agent.findMany());
+      expect([...(await Promise.all(running)), afterwards].map(isDatabaseUnavailable)).toEqual([true, true, true]);
+
+      await cluster.start();
+      expect(await single.db.$transaction((tx) => tx.agent.count())).toBe(0);
+      expect(await single.db.agent.count()).toBe(0);
+    } finally {
+      await single.close();
+      await catalog.close();
+      await cluster.destroy();
+    }
+  });
+
+  it("knows pg's pool timing out for a connection while every one is taken", async () => {
+    const pool = new pg.Pool({
+      ...(parseIntoClientConfig(adminPostgresUrl()) as pg.PoolConfig),
+      max: 1,
+      connectionTimeoutMillis: 100,
+    });
+    const held = await pool.connect();
+    try {
+      expect(isDatabaseUnavailable(await thrown(() => pool.query("SELECT 1")))).toBe(true);
+    } finally {
+      held.release();
+      await pool.end();
+    }
+  });
+
+  it("knows an SQLite catalog whose directory is gone", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "strata-gone-"));
+    const catalog = openCatalog(`file:${path.join(dir, "catalog.db")}`);
+    rmSync(dir, { recursive: true, force: true });
+    try {
+      expect(isDatabaseUnavailable(await thrown(() => catalog.db.agent.findMany()))).toBe(true);
+      expect(isDatabaseUnavailable(await thrown(() => catalog.db.$transaction((tx) => tx.agent.findMany())))).toBe(
+        true,
+      );
+    } finally {
+      await catalog.close();
+    }
+  });
+
+  it("looks through wrappers (better-auth's APIError keeps the Prisma error as its cause)", () => {
+    const wrapped = new Error("Failed to get session", { cause: Object.assign(new Error("x"), { code: "P1001" }) });
+    expect(isDatabaseUnavailable(wrapped)).toBe(true);
+  });
+});
+
+describeEachDatabase("isDatabaseUnavailable: not outages", (catalog) => {
+  it("leaves constraint violations, missing records, typed errors and plain bugs alone", async () => {
+    const name = `not-outage-${Math.random().toString(36).slice(2)}`;
+    await createAgent(catalog().db, { name });
+    const errors = [
+      await thrown(() => catalog().db.agent.create({ data: { name } })),
+      await thrown(() => catalog().db.agent.update({ where: { name: `${name}-none` }, data: { name: "x" } })),
+      await thrown(() => catalog().db.$queryRawUnsafe("SELECT * FROM no_such_table")),
+      new StrataError("NOT_FOUND", "No such thing."),
+      new TypeError("Cannot read properties of undefined"),
+    ];
+    expect(errors.map(isDatabaseUnavailable)).toEqual([false, false, false, false, false]);
+    expect(asCatalogUnavailable(errors[0])).toBeNull();
+  });
+});
+
+describe("catalogUnavailable", () => {
+  it("is UNAVAILABLE, retryable, and says nothing of its cause", async () => {
+    const catalog = openCatalog("postgresql://postgres@127.0.0.1:1/strata");
+    const cause = await thrown(() => catalog.db.agent.findMany());
+    await catalog.close();
+    const error = asCatalogUnavailable(cause);
+    expect(error?.toJSON()).toEqual({
+      code: "UNAVAILABLE",
+      message: "The catalog database is unavailable.",
+      hint: "Retry in a few seconds.",
+      retryable: true,
+      data: null,
+    });
+    expect(error?.cause).toBe(cause);
+    expect(catalogUnavailable().toJSON()).toEqual(error?.toJSON());
+  });
+});
