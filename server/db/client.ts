@@ -49,9 +49,23 @@ class CatalogPgClient extends pg.Client {
     if (typeof args.at(-1) === "function" || typeof first?.submit === "function") return send();
     const result = this.#tail.then(send, send);
     this.#tail = result.catch(() => undefined);
-    return result.then(relabelTextTypes);
+    return result.then(relabelTextTypes, (error: unknown) => {
+      // Prisma 6.19 gives a transaction's connection back to the pool only after its COMMIT or
+      // ROLLBACK succeeded: when that statement fails (the server went away, a serialization
+      // failure at commit) the connection would stay taken for ever, and a few such failures
+      // exhaust the pool. Given back broken (pg then discards it) instead.
+      if (endsTransaction(first)) (this as { release?: (error: Error) => void }).release?.(asError(error));
+      throw error;
+    });
   }
 }
+
+function endsTransaction(query: unknown): boolean {
+  const text = typeof query === "string" ? query : (query as { text?: unknown } | undefined)?.text;
+  return text === "COMMIT" || text === "ROLLBACK";
+}
+
+const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
 
 function relabelTextTypes<T>(result: T): T {
   const fields = (result as { fields?: { dataTypeID: number }[] } | undefined)?.fields;
