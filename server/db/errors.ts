@@ -80,7 +80,7 @@ const SOCKET_CODES = new Set([
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300|SQLITE_(BUSY|LOCKED|CANTOPEN)(_\w+)?)$/;
 /** The words of the errors pg, the pool, Prisma's transaction manager and better-sqlite3 throw bare. */
 const UNAVAILABLE_TEXT =
-  /Connection terminated|timeout exceeded when trying to connect|Can't reach database server|Server has closed the connection|Unable to start a transaction in the given time|Cannot open database because the directory does not exist|unable to open database file|database is locked/;
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode)|Can't reach database server|Server has closed the connection|Unable to start a transaction in the given time|Cannot open database because the directory does not exist|unable to open database file|database is locked/;
 
 interface OutageLikeError {
   name?: unknown;
