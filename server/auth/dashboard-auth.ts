@@ -10,10 +10,16 @@ import { hashPassword } from "better-auth/crypto";
 import { z } from "zod";
 import { loadConfig, type Config } from "../config/config.ts";
 import type { CatalogHandle, Db } from "../db/client.ts";
-import { isUniqueViolation } from "../db/errors.ts";
+import {
+  asCatalogUnavailable,
+  catalogUnavailable,
+  isUniqueViolation,
+  OUTAGE_RETRY_AFTER_SECONDS,
+} from "../db/errors.ts";
 import { StrataError } from "../domain/errors.ts";
 import { trustUser, USER_ROLES, type UserRole, type UserScope } from "../domain/scope.ts";
 import { getCatalog } from "../db/catalog.ts";
+import { newestAppliedMigration } from "../db/health.ts";
 import { hashSessionTokens } from "./session-token-hashing.ts";
 
 const SESSION_DAYS = 7;
@@ -72,10 +78,69 @@ function toScope(user: { id: string; email: string; role?: unknown }): UserScope
   return role ? trustUser(user.id, user.email, role) : null;
 }
 
-/** The signed-in user of a request, from its session cookie; null when there is none. */
+/**
+ * The signed-in user of a request, from its session cookie; null when there is no valid session.
+ * When the session could not be checked because the catalog is unavailable, it throws UNAVAILABLE:
+ * an outage never signs anyone out.
+ */
 export async function sessionUser(auth: Auth, headers: Headers): Promise<UserScope | null> {
-  const session = await auth.api.getSession({ headers }).catch(() => null);
+  const session = await auth.api.getSession({ headers }).catch((error: unknown) => {
+    const outage = asCatalogUnavailable(error);
+    if (outage) throw outage;
+    return null;
+  });
   return session ? toScope(session.user) : null;
+}
+
+/** What the dashboard knows of a request's viewer: signed in, not signed in, or could not check. */
+export type DashboardViewer =
+  { state: "signed-in"; user: UserScope } | { state: "signed-out" } | { state: "unavailable" };
+
+/** The dashboard's question before it renders a page (app/(dashboard)/layout.tsx). */
+export async function dashboardViewer(auth: Auth, headers: Headers): Promise<DashboardViewer> {
+  try {
+    const user = await sessionUser(auth, headers);
+    return user ? { state: "signed-in", user } : { state: "signed-out" };
+  } catch (error) {
+    if (error instanceof StrataError && error.code === "UNAVAILABLE") return { state: "unavailable" };
+    throw error;
+  }
+}
+
+/** True when the catalog answers a small query (its migration history's newest row). */
+async function catalogAnswers(db: Db): Promise<boolean> {
+  try {
+    await newestAppliedMigration(db);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The typed 503 the auth routes answer in an outage (the blob routes' body shape). */
+function unavailableResponse(error: StrataError): Response {
+  return Response.json(
+    { error: error.toJSON() },
+    { status: 503, headers: { "retry-after": String(OUTAGE_RETRY_AFTER_SECONDS) } },
+  );
+}
+
+/**
+ * The /api/auth routes: better-auth's handler, except in a catalog outage, which it answers as
+ * an untyped 500 (its message, or none): then the answer is UNAVAILABLE, 503 with Retry-After.
+ * A 5xx is checked with one small query, so a failure that is not an outage stays as it was.
+ */
+export async function handleAuthRequest(auth: Auth, db: Db, req: Request): Promise<Response> {
+  let response: Response;
+  try {
+    response = await auth.handler(req);
+  } catch (error) {
+    const outage = asCatalogUnavailable(error);
+    if (outage) return unavailableResponse(outage);
+    throw error;
+  }
+  if (response.status < 500 || (await catalogAnswers(db))) return response;
+  return unavailableResponse(catalogUnavailable());
 }
 
 export const createUserInput = z.object({

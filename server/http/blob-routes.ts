@@ -11,11 +11,13 @@ import type { AgentScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
 import { openBlob, parseDigest, putBlob } from "../content/blobs.ts";
 import type { Db } from "../db/catalog.ts";
+import { asCatalogUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from "../db/errors.ts";
 
 function errorResponse(error: StrataError, extraHeaders: Record<string, string> = {}): Response {
   const status = getHTTPStatusCodeFromError(new TRPCError({ code: ERROR_CODES[error.code].status }));
   const headers: Record<string, string> = { "content-type": "application/json", ...extraHeaders };
   if (error.code === "UNAUTHORIZED") headers["www-authenticate"] = 'Bearer realm="strata"';
+  if (status === 503) headers["retry-after"] = String(OUTAGE_RETRY_AFTER_SECONDS);
   return new Response(JSON.stringify({ error: error.toJSON() }), { status, headers });
 }
 
@@ -33,6 +35,8 @@ async function handle(fn: () => Promise<Response>): Promise<Response> {
     return await fn();
   } catch (error) {
     if (isStrataError(error)) return errorResponse(error);
+    const outage = asCatalogUnavailable(error);
+    if (outage) return errorResponse(outage);
     const requestId = randomUUID();
     console.error(`request ${requestId} failed: blob ${String(error)}`);
     return errorResponse(

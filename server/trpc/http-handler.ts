@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import type { Context } from "./init.ts";
-import { JSON_CALL_HEADERS, planJsonCalls } from "./json-calls.ts";
+import { answerHeaders, planJsonCalls } from "./json-calls.ts";
 import { appRouter } from "./root.ts";
 
 export const TRPC_ENDPOINT = "/api/trpc";
@@ -21,12 +21,12 @@ export async function handleTrpcRequest(
     headers: req.headers,
   });
   if (calls) {
-    const { status, body } = await calls.answer({
+    const { status, body, headers } = await calls.answer({
       readJson: () => req.json(),
       createContext: () => createContext(req),
       signal: req.signal,
     });
-    return new Response(body, { status, headers: JSON_CALL_HEADERS });
+    return new Response(body, { status, headers });
   }
   const response = await fetchRequestHandler({
     ...OPTIONS,
@@ -39,6 +39,9 @@ export async function handleTrpcRequest(
   if (!response.headers.get("content-type")?.includes("application/json")) {
     response.headers.set("content-type", "application/json");
   }
+  // A 503 (UNAVAILABLE) says when to retry, as plain JSON calls' answers do.
+  const retryAfter = answerHeaders(response.status)["retry-after"];
+  if (retryAfter) response.headers.set("retry-after", retryAfter);
   return response;
 }
 
@@ -58,12 +61,12 @@ export async function handleTrpcNodeRequest(
   const method = req.method ?? "GET";
   const calls = await planJsonCalls(appRouter, OPTIONS, { method, url: request.url, headers: request.headers });
   if (!calls) return false;
-  const { status, body } = await calls.answer({
+  const { status, body, headers } = await calls.answer({
     readJson: () => readJson(req),
     createContext,
     signal: undefined,
   });
-  res.writeHead(status, JSON_CALL_HEADERS);
+  res.writeHead(status, headers);
   res.end(Buffer.from(body));
   return true;
 }

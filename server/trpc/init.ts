@@ -2,9 +2,12 @@
 // 3. procedures. Routers build on the procedures exported here.
 import { randomUUID } from "node:crypto";
 import { getTRPCErrorFromUnknown, initTRPC, TRPCError } from "@trpc/server";
+import { getHTTPStatusCodeFromError } from "@trpc/server/http";
+import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/unstable-core-do-not-import";
 import superjson from "superjson";
 import { ZodError, type z } from "zod";
 import { getCatalog, type Db } from "../db/catalog.ts";
+import { asCatalogUnavailable } from "../db/errors.ts";
 import { ERROR_CODES, StrataError, type ErrorCode } from "../domain/errors.ts";
 import { ROLES, roleMay, type StaffAction, type UserScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
@@ -32,7 +35,8 @@ export function createContextInner(opts: ContextInner): ContextInner {
 
 export async function createContext({ req }: { req: { headers: Headers } }): Promise<ContextInner> {
   const catalog = getCatalog();
-  // Only a session cookie signs a user in; an Authorization header never does.
+  // Only a session cookie signs a user in; an Authorization header never does. In an outage the
+  // lookup throws UNAVAILABLE (never "signed out"), which the error formatter answers as a 503.
   const user = req.headers.has("cookie") ? await sessionUser(getAuth(), req.headers) : null;
   if (user) noteRequestIdentity({ userId: user.userId });
   return createContextInner({
@@ -145,6 +149,8 @@ function toStrataError(error: TRPCError, path: string | undefined): StrataError 
     );
   }
   if (error.code !== "INTERNAL_SERVER_ERROR") return requestProblem(error, path);
+  const outage = asCatalogUnavailable(cause);
+  if (outage) return outage;
   // The request's own id (its X-Request-Id and log line) when served over HTTP.
   const requestId = currentRequest()?.id ?? randomUUID();
   logger().error({ reqId: requestId, procedure: path ?? null, err: errorFields(cause ?? error) }, "request failed");
@@ -159,20 +165,32 @@ const t = initTRPC.context<Context>().create({
   errorFormatter({ shape, error, path }) {
     const strata = toStrataError(error, path);
     const { stack: _stack, ...data } = shape.data;
+    if (error.code === "INTERNAL_SERVER_ERROR" && strata.code !== "INTERNAL") {
+      // Failed outside a procedure (making the context: the session lookup in an outage), so the
+      // gate did not map it: the answer still carries the code and HTTP status of its kind.
+      const code = ERROR_CODES[strata.code].status;
+      const httpStatus = getHTTPStatusCodeFromError(new TRPCError({ code }));
+      return {
+        ...shape,
+        code: TRPC_ERROR_CODES_BY_KEY[code],
+        message: strata.message,
+        data: { ...data, code, httpStatus, strata: strata.toJSON() },
+      };
+    }
     return { ...shape, message: strata.message, data: { ...data, strata: strata.toJSON() } };
   },
 });
 
 /**
  * A failed call's error as the client gets it: a StrataError becomes the tRPC code of its kind,
- * and a service re-validating its options refuses the input like the procedure's own schema
- * does; null when the error stays as it is (anything else stays internal).
+ * a catalog outage UNAVAILABLE (503), and a service re-validating its options refuses the input
+ * like the procedure's own schema does; null when the error stays as it is (anything else stays
+ * internal).
  */
 function mappedError(error: TRPCError): TRPCError | null {
   const cause = error.cause;
-  if (cause instanceof StrataError) {
-    return new TRPCError({ code: ERROR_CODES[cause.code].status, message: cause.message, cause });
-  }
+  const strata = cause instanceof StrataError ? cause : asCatalogUnavailable(cause);
+  if (strata) return new TRPCError({ code: ERROR_CODES[strata.code].status, message: strata.message, cause: strata });
   if (cause instanceof ZodError) return new TRPCError({ code: "BAD_REQUEST", message: error.message, cause });
   return null;
 }

@@ -24,6 +24,7 @@ import {
   type AnyRouter,
   type TRPCResponse,
 } from "@trpc/server/unstable-core-do-not-import";
+import { OUTAGE_RETRY_AFTER_SECONDS } from "../db/errors.ts";
 
 /** What deciding needs of a request, before its body is read. */
 export interface JsonCallRequest {
@@ -34,12 +35,20 @@ export interface JsonCallRequest {
 
 interface JsonCallAnswer {
   status: number;
-  /** The JSON text of the answer; its headers are JSON_CALL_HEADERS. */
+  /** The JSON text of the answer. */
   body: string;
+  /** JSON_CALL_HEADERS, and Retry-After on a 503 (answerHeaders). */
+  headers: Record<string, string>;
 }
 
 /** The headers tRPC sends with every JSON answer (in the order a fetch Headers lists them). */
 export const JSON_CALL_HEADERS = { "content-type": "application/json", vary: "trpc-accept, accept" } as const;
+
+/** The headers of an answer with `status`: a 503 (UNAVAILABLE) says when to retry. */
+export function answerHeaders(status: number): Record<string, string> {
+  if (status !== 503) return JSON_CALL_HEADERS;
+  return { ...JSON_CALL_HEADERS, "retry-after": String(OUTAGE_RETRY_AFTER_SECONDS) };
+}
 
 export interface JsonCalls {
   /**
@@ -190,9 +199,11 @@ export async function planJsonCalls(
             });
           }
           const response: TRPCResponse = error ? shapeOf(error, 0) : { result: { data } };
+          const status = getHTTPStatusCode([response]);
           return {
-            status: getHTTPStatusCode([response]),
+            status,
             body: JSON.stringify(transformTRPCResponse(config, response)),
+            headers: answerHeaders(status),
           };
         }
         const responses: TRPCResponse[] = (await Promise.all(calls)).map(([error, data], index) => {
@@ -208,9 +219,11 @@ export async function planJsonCalls(
           }
           return { result: { data } };
         });
+        const status = getHTTPStatusCode(responses);
         return {
-          status: getHTTPStatusCode(responses),
+          status,
           body: JSON.stringify(transformTRPCResponse(config, responses)),
+          headers: answerHeaders(status),
         };
       } catch (cause) {
         // resolveResponse's last resort: one error, without path or input.
@@ -224,7 +237,12 @@ export async function planJsonCalls(
             input: undefined,
           }),
         };
-        return { status: getHTTPStatusCode(response), body: JSON.stringify(transformTRPCResponse(config, response)) };
+        const status = getHTTPStatusCode(response);
+        return {
+          status,
+          body: JSON.stringify(transformTRPCResponse(config, response)),
+          headers: answerHeaders(status),
+        };
       }
     },
   };
