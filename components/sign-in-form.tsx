@@ -19,7 +19,13 @@ export function SignInForm() {
     });
     setPending(false);
     if (failure) {
-      setError(failure.status === 401 ? "That email and password do not match an account." : (failure.message ?? "Sign-in failed."));
+      setError(
+        failure.status === 401
+          ? "That email and password do not match an account."
+          : failure.status === 503
+            ? "Catalog unavailable: the catalog database cannot be reached right now. Try again in a few seconds."
+            : (failure.message ?? "Sign-in failed."),
+      );
       return;
     }
     router.replace("/repositories");

@@ -1,19 +1,24 @@
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
+import { CatalogStatusNotice, CatalogUnavailablePage } from "~/components/catalog-unavailable.tsx";
 import { Nav } from "~/components/nav.tsx";
 import { ViewerProvider } from "~/components/viewer.tsx";
-import { getAuth, sessionUser } from "~/server/auth/dashboard-auth.ts";
+import { dashboardViewer, getAuth } from "~/server/auth/dashboard-auth.ts";
 
 export const dynamic = "force-dynamic";
 
 export default async function DashboardLayout({ children }: { children: ReactNode }) {
-  const user = await sessionUser(getAuth(), await headers());
-  if (!user) redirect("/signin");
+  const viewer = await dashboardViewer(getAuth(), await headers());
+  // A session that could not be checked (catalog outage) is not signed out: show the outage and retry.
+  if (viewer.state === "unavailable") return <CatalogUnavailablePage />;
+  if (viewer.state === "signed-out") redirect("/signin");
+  const { user } = viewer;
   return (
     <div className="shell">
       <Nav user={{ email: user.email, role: user.role }} />
       <main>
+        <CatalogStatusNotice />
         <ViewerProvider viewer={{ email: user.email, role: user.role }}>{children}</ViewerProvider>
       </main>
     </div>

@@ -1,13 +1,16 @@
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { CatalogUnavailablePage } from "~/components/catalog-unavailable.tsx";
 import { SignInForm } from "~/components/sign-in-form.tsx";
-import { getAuth, sessionUser } from "~/server/auth/dashboard-auth.ts";
+import { dashboardViewer, getAuth } from "~/server/auth/dashboard-auth.ts";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Sign in · Strata" };
 
 export default async function SignInPage() {
-  if (await sessionUser(getAuth(), await headers())) redirect("/repositories");
+  const viewer = await dashboardViewer(getAuth(), await headers());
+  if (viewer.state === "signed-in") redirect("/repositories");
+  if (viewer.state === "unavailable") return <CatalogUnavailablePage />;
   return (
     <div className="signin">
       <div className="panel signin-card">
