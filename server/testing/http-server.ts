@@ -106,6 +106,7 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
         db: opts.db,
         authorization: request.headers.get("authorization"),
         user: await userOf(request, opts),
+        idempotencyKey: request.headers.get("idempotency-key"),
       }),
     );
   }
@@ -145,6 +146,7 @@ export function serveApp(opts: TestServerOptions): Promise<TestServer> {
               db: opts.db,
               authorization: parts.headers.get("authorization"),
               user: await userOf(parts, opts),
+              idempotencyKey: parts.headers.get("idempotency-key"),
             });
           if (await handleTrpcNodeRequest(req, res, parts, context)) return;
         }
