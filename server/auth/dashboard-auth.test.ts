@@ -13,12 +13,16 @@ import { createAuth, createUser, sessionUser, setUserRole, type Auth } from "./d
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "strata-auth-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-/** Signs in through better-auth's HTTP handler, as the browser does; returns the cookie header. */
-async function signIn(auth: Auth, email: string, password: string): Promise<Response> {
+/** Signs in through better-auth's HTTP handler, as the browser does (from `address`, when given). */
+async function signIn(auth: Auth, email: string, password: string, address?: string): Promise<Response> {
   return auth.handler(
     new Request("http://localhost:3000/api/auth/sign-in/email", {
       method: "POST",
-      headers: { "content-type": "application/json", origin: "http://localhost:3000" },
+      headers: {
+        "content-type": "application/json",
+        origin: "http://localhost:3000",
+        ...(address ? { "x-forwarded-for": address } : {}),
+      },
       body: JSON.stringify({ email, password }),
     }),
   );
@@ -124,6 +128,23 @@ describeEachDatabase("dashboard sign-in", (catalog, kind) => {
       const scope = await sessionUser(auth, new Headers({ cookie: cookieOf(await signIn(auth, u.email, u.password)) }));
       expect(await caller({ user: scope }).browse.repositories()).toEqual(expect.any(Array));
     }
+  });
+
+  it("limits sign-in attempts per address across app instances (the count is in the catalog)", async () => {
+    // Two instances of the app over one catalog, each allowing 3 attempts a minute.
+    const config = loadConfig({ STRATA_DATA_DIR: dataDir, STRATA_SIGNIN_ATTEMPTS_PER_MINUTE: "3" });
+    const [first, second] = [createAuth(catalog(), config), createAuth(catalog(), config)];
+    const user = await createUser(catalog().db, { email: `limited-${kind}@example.com`, role: "support" });
+    const address = kind === "sqlite" ? "203.0.113.7" : "203.0.113.8";
+    const wrong = (auth: Auth) => signIn(auth, user.email, "not the password at all", address);
+    expect((await wrong(first)).status).toBe(401);
+    expect((await wrong(second)).status).toBe(401);
+    expect((await wrong(first)).status).toBe(401);
+    // The fourth attempt from that address is refused by either instance, even with the right password.
+    expect((await wrong(second)).status).toBe(429);
+    expect((await signIn(first, user.email, user.password, address)).status).toBe(429);
+    // Another address is counted on its own.
+    expect((await signIn(second, user.email, user.password, "198.51.100.4")).status).toBe(200);
   });
 });
 

@@ -53,6 +53,8 @@ export function createAuth(catalog: Pick<CatalogHandle, "db" | "dialect">, confi
     },
     rateLimit: {
       enabled: true,
+      // Counted in the catalog (rate_limits), so every app instance shares one count per address.
+      storage: "database",
       window: 60,
       max: 300,
       customRules: { "/sign-in/email": { window: 60, max: config.signInAttemptsPerMinute } },
