@@ -244,5 +244,13 @@ describeEachDatabase("content API", (catalog) => {
     const runs = await admin.gc.runs({ limit: 5 });
     expect(runs[0]).toMatchObject({ status: "finished", host: "admin:user-admin" });
     expect(runs[0]!.layersDeleted).toBeGreaterThanOrEqual(1);
+    // Both asked-for runs are in the audit log with the admin who asked, the skipped one too.
+    const audited = await catalog().db.auditEvent.findMany({ where: { action: "gc.collect", actorId: "user-admin" } });
+    expect(audited.map((a) => [a.subjectId, a.reason]).sort()).toEqual(
+      [
+        [run.status === "finished" ? run.runId : "?", "run through the API (gc.collect)"],
+        ["skipped", "run through the API (gc.collect)"],
+      ].sort(),
+    );
   });
 });

@@ -1,13 +1,17 @@
 import { z } from "zod";
 import { collectionRunSchema, collectResultSchema, headReleaseTallySchema } from "../../domain/content-views.ts";
-import { collectGarbage, listCollectionRuns } from "../../gc/collect-garbage.ts";
+import { listCollectionRuns } from "../../gc/collect-garbage.ts";
+import { collectAndAudit } from "../../gc/audited-collection.ts";
 import { releaseRetiredHeads } from "../../lineage/retirement.ts";
 import { collectProcedure as admin, router } from "../init.ts";
 
 // Garbage collection for admins. The worker calls the services directly on its schedule.
 export const gcRouter = router({
   releaseRetiredHeads: admin.output(headReleaseTallySchema).mutation(({ ctx }) => releaseRetiredHeads(ctx.db)),
-  /** Runs a collection now (unless one is running); the interval is skipped unless force is false. */
+  /**
+   * Runs a collection now (unless one is running); the interval is skipped unless force is false.
+   * Audited like the dashboard's run, with the admin who asked.
+   */
   collect: admin
     .input(
       z
@@ -24,10 +28,12 @@ export const gcRouter = router({
     )
     .output(collectResultSchema)
     .mutation(({ ctx, input }) =>
-      collectGarbage(ctx.db, {
+      collectAndAudit(ctx.db, {
         force: input.force,
         graceSeconds: input.graceSeconds,
         host: `admin:${ctx.user.userId}`,
+        actor: { type: "user", id: ctx.user.userId },
+        reason: "run through the API (gc.collect)",
       }),
     ),
   runs: admin
