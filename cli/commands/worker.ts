@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { Config } from "../../server/config/config.ts";
 import type { WorkerEvent } from "../../server/jobs/worker.ts";
+import type { ReclaimedJob } from "../../server/jobs/queue.ts";
 import { configureLogging, errorFields, logger, scrubText } from "../../server/log/logger.ts";
 import { measure } from "../../server/log/measures.ts";
 import { openMigratedCatalog } from "../catalog.ts";
@@ -13,7 +14,18 @@ export function workerSettings(config: Config) {
     schedule: { sweepIntervalSeconds: config.sweepIntervalSeconds, gcIntervalSeconds: config.gcIntervalSeconds },
     retry: { leaseSeconds: config.jobLeaseSeconds },
     onEvent: logWorkerEvent,
+    onReclaim: logReclaimed,
   };
+}
+
+/** One line per job handed back at once because the process that held it is gone. */
+function logReclaimed(jobs: ReclaimedJob[]): void {
+  for (const job of jobs) {
+    logger().warn(
+      { jobId: job.id, kind: job.kind, attempt: job.attempt, deadHolder: job.claimedBy, outcome: job.outcome },
+      "job of a dead worker handed back",
+    );
+  }
 }
 
 /** One job attempt as the worker reports it (server/jobs/worker.ts): flat, without job data. */

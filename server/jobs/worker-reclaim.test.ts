@@ -140,5 +140,12 @@ describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
     expect(parseWorkerId(done.claimedBy!)).toMatchObject({ host, pid: restarted.child.pid });
     expect(done.error?.code).toBe("WORKER_DIED");
     expect((done.result as { outcome: string }).outcome).toBe("appended");
+    // The operator's log says which job came back and whose it was.
+    const handedBack = restarted
+      .stderr()
+      .split("\n")
+      .filter((line) => line.includes("job of a dead worker handed back") && line.includes(held.id));
+    expect(handedBack).toHaveLength(1);
+    expect(handedBack[0]).toContain(claimedBy);
   }, 120_000);
 });
