@@ -71,6 +71,16 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const pgCtl = (...args: string[]) => run(path.join(bin, "pg_ctl"), ["-D", data, ...args], as);
 
   let running = false;
+  // A test process that ends without destroy() (a hang, a timeout) still stops its cluster.
+  const stopAtExit = () => {
+    if (!running) return;
+    try {
+      execFileSync(path.join(bin, "pg_ctl"), ["-D", data, "stop", "-m", "immediate", "-w"], { ...as, stdio: "ignore" });
+    } catch {
+      // Already gone.
+    }
+  };
+  process.once("exit", stopAtExit);
   const cluster: PrivatePostgres = {
     url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -88,6 +98,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       try {
         if (running) await cluster.stop();
       } finally {
+        process.removeListener("exit", stopAtExit);
         rmSync(root, { recursive: true, force: true });
       }
     },
@@ -100,6 +111,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     );
     await cluster.start();
   } catch (error) {
+    process.removeListener("exit", stopAtExit);
     rmSync(root, { recursive: true, force: true });
     throw error;
   }
