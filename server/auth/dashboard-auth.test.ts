@@ -8,7 +8,15 @@ import { describeEachDatabase } from "../testing/databases.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { createCaller } from "../trpc/root.ts";
 import { createAgent } from "./agents.ts";
-import { createAuth, createUser, sessionUser, setUserRole, type Auth } from "./dashboard-auth.ts";
+import {
+  createAuth,
+  createUser,
+  dashboardViewer,
+  handleAuthRequest,
+  sessionUser,
+  setUserRole,
+  type Auth,
+} from "./dashboard-auth.ts";
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "strata-auth-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -145,6 +153,27 @@ describeEachDatabase("dashboard sign-in", (catalog, kind) => {
     expect((await signIn(first, user.email, user.password, address)).status).toBe(429);
     // Another address is counted on its own.
     expect((await signIn(second, user.email, user.password, "198.51.100.4")).status).toBe(200);
+  });
+
+  it("tells signed out (no session, an unknown one) from signed in; the auth route passes answers through when the catalog answers", async () => {
+    const user = await createUser(catalog().db, { email: `viewer-${kind}@example.com`, role: "support" });
+    const cookie = cookieOf(await signIn(auth, user.email, user.password));
+    expect(await dashboardViewer(auth, new Headers({ cookie }))).toMatchObject({
+      state: "signed-in",
+      user: { email: user.email, role: "support" },
+    });
+    expect(await dashboardViewer(auth, new Headers())).toEqual({ state: "signed-out" });
+    const forged = new Headers({ cookie: "better-auth.session_token=not-a-session.forged" });
+    expect(await dashboardViewer(auth, forged)).toEqual({ state: "signed-out" });
+    // A wrong password stays better-auth's own 401 through the route (outages: catalog-outage-*.test.ts).
+    const wrong = new Request("http://localhost:3000/api/auth/sign-in/email", {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: "http://localhost:3000" },
+      body: JSON.stringify({ email: user.email, password: "not the password at all" }),
+    });
+    const answer = await handleAuthRequest(auth, catalog().db, wrong);
+    expect(answer.status).toBe(401);
+    expect(answer.headers.get("retry-after")).toBeNull();
   });
 });
 
