@@ -324,14 +324,43 @@ async function main(): Promise<void> {
     const total = CAPTURES + RESTORES;
     const kinds = Array.from({ length: total }, (_, i) => ((i * RESTORES) % total < RESTORES ? "restore" : "capture"));
     const loadStarted = Date.now();
+    // Set by the faults: how soon the SIGKILLed worker's job left its claim.
+    const reclaim: { job: string; seconds: number }[] = [];
     const faults = (async () => {
       const at = (seconds: number) => sleep(Math.max(0, loadStarted + seconds * 1000 - Date.now()));
       await at(8);
       const killed = workers.get("alpha-0")!;
-      say(`${stamp()}  fault 1: SIGKILL ${killed.name} (pid ${killed.child.pid}), started again at once`);
+      // Killed while it holds a job (when it gets one within 15 s), to see how soon the job runs again.
+      const holding = async () =>
+        (
+          await sql!
+            .query<{ id: string }>("SELECT id FROM jobs WHERE state = 'active' AND claimed_by LIKE $1 LIMIT 1", [
+              `alpha|${killed.child.pid}|%`,
+            ])
+            .catch(() => ({ rows: [] as { id: string }[] }))
+        ).rows[0]?.id ?? null;
+      let held: string | null = null;
+      for (let i = 0; i < 150 && !held; i++) held = (await holding()) ?? (await sleep(100), null);
+      say(
+        `${stamp()}  fault 1: SIGKILL ${killed.name} (pid ${killed.child.pid})${held ? ` holding job ${held}` : ""}, started again at once`,
+      );
       killed.child.kill("SIGKILL");
+      const killedAt = Date.now();
       await killed.exited;
       workers.set("alpha-0", startWorker(hosts[0]!, 0));
+      if (held) {
+        for (;;) {
+          const { rows } = await sql!.query<{ claimed_by: string | null; state: string }>(
+            "SELECT claimed_by, state FROM jobs WHERE id = $1",
+            [held],
+          );
+          const row = rows[0];
+          if (row && (row.state === "completed" || !row.claimed_by?.startsWith(`alpha|${killed.child.pid}|`))) break;
+          await sleep(100);
+        }
+        reclaim.push({ job: held, seconds: (Date.now() - killedAt) / 1000 });
+        say(`${stamp()}  the killed worker's job left its claim ${reclaim[0]!.seconds.toFixed(1)} s after the kill`);
+      }
       await at(20);
       say(`${stamp()}  fault 2: SIGKILL app-0, started again after 3 s`);
       apps[0]!.child.kill("SIGKILL");
@@ -486,6 +515,15 @@ async function main(): Promise<void> {
       ["pending restores", pending, pending === "0"],
       ["active pins of finished restores", pinsOfFinished, pinsOfFinished === "0"],
       ["operations that failed for good", String(failures.length), failures.length === 0],
+      ...(reclaim[0]
+        ? [
+            [
+              "SIGKILLed worker's job handed back",
+              `${reclaim[0].seconds.toFixed(1)} s after the kill (goal < 5 s; lease ${LEASE_SECONDS} s)`,
+              reclaim[0].seconds < 5,
+            ] as [string, string, boolean],
+          ]
+        : []),
     ];
     say(
       `\nsoak: ${jobRows.length} jobs (${CAPTURES} captures, ${RESTORES} restores, ${sources.length} sources), 2 app instances, ${HOSTS.length} hosts x ${WORKERS_PER_HOST} workers, 4 faults`,
@@ -500,6 +538,7 @@ async function main(): Promise<void> {
         `${retried.length} job(s) took more than one attempt` +
         (retried.length > 0 ? ` (${[...causes].map(([c, n]) => `${c} ${n}`).join(", ")})` : ""),
     );
+    if (!reclaim[0]) say("  the SIGKILLed worker held no job when it was killed");
     say(`  client: ${api.calls} calls, ${api.retries} retries, ${api.failovers} failovers`);
     if (leftovers.length > 0) say(`  leftovers: ${leftovers.join(", ")}`);
     for (const f of failures.slice(0, 10)) say(`  failure: ${f}`);
