@@ -3,7 +3,7 @@
 // Never the shared server: this cluster has its own data directory, port and socket directory,
 // and is removed when the test ends.
 import { execFile, execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -23,16 +23,26 @@ export interface PrivatePostgres {
   destroy(): Promise<void>;
 }
 
-/** The directory holding initdb and pg_ctl: STRATA_TEST_PG_BIN, else what pg_config names. */
+/** Debian and Ubuntu keep the server binaries off PATH, one directory per major version. */
+const DEBIAN_POSTGRES = "/usr/lib/postgresql";
+
+/**
+ * The directory holding initdb and pg_ctl: STRATA_TEST_PG_BIN, else the one on PATH, else the
+ * newest of Debian's PostgreSQL versions.
+ */
 function postgresBinDir(): string {
   const configured = process.env.STRATA_TEST_PG_BIN;
   if (configured) return configured;
-  try {
-    const dir = execFileSync("pg_config", ["--bindir"], { encoding: "utf8" }).trim();
-    if (existsSync(path.join(dir, "initdb"))) return dir;
-  } catch {
-    // No pg_config on PATH: fall through to the message below.
-  }
+  const onPath = (process.env.PATH ?? "")
+    .split(path.delimiter)
+    .find((dir) => dir && existsSync(path.join(dir, "initdb")));
+  if (onPath) return onPath;
+  const versions = existsSync(DEBIAN_POSTGRES)
+    ? readdirSync(DEBIAN_POSTGRES)
+        .filter((v) => existsSync(path.join(DEBIAN_POSTGRES, v, "bin", "initdb")))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (versions[0]) return path.join(DEBIAN_POSTGRES, versions[0], "bin");
   throw new Error(
     "initdb and pg_ctl were not found: install PostgreSQL's server package, or set STRATA_TEST_PG_BIN to the directory that holds them.",
   );

@@ -42,7 +42,7 @@ interface JsonCallAnswer {
 }
 
 /** The headers tRPC sends with every JSON answer (in the order a fetch Headers lists them). */
-export const JSON_CALL_HEADERS = { "content-type": "application/json", vary: "trpc-accept, accept" } as const;
+const JSON_CALL_HEADERS = { "content-type": "application/json", vary: "trpc-accept, accept" } as const;
 
 /** The headers of an answer with `status`: a 503 (UNAVAILABLE) says when to retry. */
 export function answerHeaders(status: number): Record<string, string> {
