@@ -75,7 +75,7 @@ function relabelTextTypes<T>(result: T): T {
   return result;
 }
 
-function createPgPool(url: string, max = 10): pg.Pool {
+function createPgPool(url: string, max = 10, connectTimeoutMs = 10_000): pg.Pool {
   // The URL parsed into discrete fields with pg-connection-string, not handed to pg as
   // connectionString: migrate.ts and the test support connect the same way, so every
   // connection to the catalog reads one URL alike.
@@ -85,6 +85,10 @@ function createPgPool(url: string, max = 10): pg.Pool {
     max,
     Client: CatalogPgClient,
     allowExitOnIdle: true,
+    // A server that never answers (a host dropping packets, a pool that stays exhausted) is an
+    // outage the caller hears about (UNAVAILABLE) after a while, not a request that hangs until
+    // the operating system gives up.
+    connectionTimeoutMillis: connectTimeoutMs,
   });
 }
 
@@ -99,12 +103,14 @@ export interface CatalogHandle {
 export interface OpenOptions {
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** PostgreSQL: how long getting a connection may take, from the pool or the server (default 10 s). */
+  connectTimeoutMs?: number;
 }
 
 /** Opens the catalog database. It does not migrate: call migrate() first. */
 export function openCatalog(url: string, options: OpenOptions = {}): CatalogHandle {
   if (kindOfUrl(url) === "postgres") {
-    const pool = createPgPool(url, options.poolSize);
+    const pool = createPgPool(url, options.poolSize, options.connectTimeoutMs);
     const adapter = new PrismaPg(pool, { disposeExternalPool: true });
     const db = new PrismaClient({ adapter });
     const dialect = postgresDialect(pool);

@@ -2,6 +2,7 @@
 // really throw: a refused connection, a server shut down under a running query, an exhausted
 // pool, an SQLite file whose directory is gone; and the errors that are not outages.
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -42,6 +43,25 @@ describe("isDatabaseUnavailable: outages", () => {
     } finally {
       await catalog.close();
       await pool.end();
+    }
+  });
+
+  it("gives up on a server that accepts the connection and never answers, and calls it an outage", async () => {
+    // A listener that takes connections and says nothing: a PostgreSQL that hangs, or a host
+    // in between that drops everything after the handshake.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    const catalog = openCatalog(`postgresql://postgres@127.0.0.1:${port}/strata`, { connectTimeoutMs: 300 });
+    try {
+      const error = await thrown(() => catalog.db.agent.findMany());
+      expect(isDatabaseUnavailable(error)).toBe(true);
+      expect(sockets.length).toBeGreaterThan(0);
+    } finally {
+      await catalog.close();
+      for (const socket of sockets) socket.destroy();
+      silent.close();
     }
   });
 
