@@ -9,6 +9,8 @@ import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import { ERROR_CODES, isStrataError, StrataError } from "../domain/errors.ts";
 import type { AgentScope } from "../domain/scope.ts";
 import { authenticateAgent } from "../auth/agents.ts";
+import { errorFields, logger } from "../log/logger.ts";
+import { currentRequest } from "../log/request-context.ts";
 import { openBlob, parseDigest, putBlob } from "../content/blobs.ts";
 import type { Db } from "../db/catalog.ts";
 import { asCatalogUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from "../db/errors.ts";
@@ -37,8 +39,9 @@ async function handle(fn: () => Promise<Response>): Promise<Response> {
     if (isStrataError(error)) return errorResponse(error);
     const outage = asCatalogUnavailable(error);
     if (outage) return errorResponse(outage);
-    const requestId = randomUUID();
-    console.error(`request ${requestId} failed: blob ${String(error)}`);
+    // The request's own id (its X-Request-Id and log line) when it has one.
+    const requestId = currentRequest()?.id ?? randomUUID();
+    logger().error({ reqId: requestId, route: "blob", err: errorFields(error) }, "request failed");
     return errorResponse(
       new StrataError("INTERNAL", `The blob request failed (request ${requestId}).`, { data: { requestId } }),
     );
