@@ -16,6 +16,8 @@ export default defineConfig({
   retries: 0,
   forbidOnly: true,
   reporter: [["list"]],
+  // After every spec: the apps' logs hold no password, token, cookie or denied file content.
+  globalTeardown: "./e2e/log-check.ts",
   timeout: 60_000,
   use: {
     baseURL: `http://127.0.0.1:${PORT}`,

@@ -2,6 +2,7 @@
 // history (scripts/dashboard-seed.ts). The users' generated passwords go to a file in the test
 // data directory, where the specs read them.
 import { execFileSync, spawn } from "node:child_process";
+import { keepLog } from "./server-log.mjs";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -34,8 +35,9 @@ execFileSync(process.execPath, ["--import", "tsx", seedPool, String(process.pid)
 // The specs sign in many times a minute from one address. No worker: the specs run collection
 // themselves, and the seeded history stays as written while they look at it.
 const server = spawn(process.execPath, ["cli/strata.mjs", "serve", "--no-worker"], {
-  stdio: "inherit",
+  stdio: ["inherit", "pipe", "pipe"],
   env: { ...process.env, STRATA_SIGNIN_ATTEMPTS_PER_MINUTE: "1000" },
 });
+keepLog(server, dataDir);
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
 server.on("exit", (code) => process.exit(code ?? 0));

@@ -2,7 +2,8 @@
 // worker. An agent asks it over HTTP to capture a dirty checkout and then to restore that
 // capture into a new directory; the worker inside the server does both.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { DENIED_SECRET } from "./secrets.ts";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect, test, request as requests, type APIRequestContext } from "@playwright/test";
@@ -88,6 +89,8 @@ test.describe("strata serve runs jobs with its own worker", () => {
     git(repo, ["commit", "--quiet", "-m", "first"]);
     writeFileSync(path.join(repo, "src", "main.txt"), "one\ntwo\nthree (uncommitted)\n");
     writeFileSync(path.join(repo, "notes.txt"), "untracked notes\n");
+    // A secret the deny-list keeps out of the snapshot (and, e2e/log-check.ts checks, the logs).
+    writeFileSync(path.join(repo, ".env"), `API_KEY=${DENIED_SECRET}\n`);
 
     const key = {
       repository: { identity: "example.invalid/e2e/worker" },
@@ -130,5 +133,6 @@ test.describe("strata serve runs jobs with its own worker", () => {
     expect(readFileSync(path.join(into, "notes.txt"), "utf8")).toBe("untracked notes\n");
     expect(git(into, ["rev-parse", "HEAD"])).toBe(git(repo, ["rev-parse", "HEAD"]));
     expect(git(into, ["branch", "--show-current"]).trim()).toBe("main");
+    expect(existsSync(path.join(into, ".env"))).toBe(false);
   });
 });
