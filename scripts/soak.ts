@@ -18,12 +18,12 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
+import { freePort } from "../server/testing/ports.ts";
 import { startPrivatePostgres, type PrivatePostgres } from "../server/testing/private-postgres.ts";
 
 const { values } = parseArgs({
@@ -59,18 +59,6 @@ function git(cwd: string, args: string[]): string {
       GIT_COMMITTER_NAME: "Soak",
       GIT_COMMITTER_EMAIL: "soak@example.test",
     },
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
   });
 }
 

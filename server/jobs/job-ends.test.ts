@@ -17,20 +17,11 @@ import { cancelJob, enqueueRestore } from "./agent-jobs.ts";
 import { CATALOG_OUTAGE } from "./catalog-outage.ts";
 import { JobQueue } from "./queue.ts";
 import { startWorkerProcess } from "./worker-process.ts";
+import { waitFor } from "../testing/worker-processes.ts";
 
 afterAll(removeTemporaryDirectories);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 describeEachDatabase("jobs that end without doing their work", (catalog) => {
   let agent: TestAgent;

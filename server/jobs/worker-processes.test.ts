@@ -2,10 +2,8 @@
 // a worker killed with SIGKILL in the middle of a capture or a restore leaves nothing
 // half-written in sight and a second worker finishes the job; three hosts on one PostgreSQL
 // catalog run 200 mixed jobs with nothing lost and nothing done twice.
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../testing/databases.ts";
 import type { JobView } from "../domain/jobs.ts";
@@ -24,70 +22,14 @@ import { enqueueCapture, enqueueRestore } from "./agent-jobs.ts";
 import { consistencyViolations } from "../testing/content.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import { JobQueue } from "./queue.ts";
+import { killHard, killWorkers, startWorker, stopGently, waitFor } from "../testing/worker-processes.ts";
 
-const STRATA = fileURLToPath(new URL("../../cli/strata.mjs", import.meta.url));
 const LEASE_SECONDS = 2;
 // The enqueuing side (this process) decides each job's lease.
 process.env.STRATA_JOB_LEASE_SECONDS = String(LEASE_SECONDS);
 
 afterAll(removeTemporaryDirectories);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | null | undefined | false>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
-interface Worker {
-  child: ChildProcess;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-const workers: Worker[] = [];
-afterAll(() => {
-  for (const w of workers) if (w.child.exitCode === null) w.child.kill("SIGKILL");
-});
-
-function startWorker(url: string, host: string, dataDir: string, env: Record<string, string> = {}): Worker {
-  const child = spawn(process.execPath, [STRATA, "worker", "--host", host, "--poll-ms", "50"], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      STRATA_DATA_DIR: dataDir,
-      STRATA_SWEEP_INTERVAL_SECONDS: "0",
-      STRATA_GC_INTERVAL_SECONDS: "0",
-      ...env,
-    },
-  });
-  let err = "";
-  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const worker = { child, stderr: () => err, exited };
-  workers.push(worker);
-  return worker;
-}
-
-async function killHard(worker: Worker): Promise<void> {
-  worker.child.kill("SIGKILL");
-  await worker.exited;
-}
-
-async function stopGently(worker: Worker): Promise<void> {
-  worker.child.kill("SIGTERM");
-  await worker.exited;
-}
+afterAll(killWorkers);
 
 function keyFor(label: string) {
   return {

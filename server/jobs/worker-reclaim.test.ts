@@ -1,75 +1,28 @@
 // Real worker processes (`node cli/strata.mjs worker --host X`) with a lease of ten minutes, so
 // that a job can only run again before it through the reclaim: a live sibling worker's job is
 // never taken; a worker killed with SIGKILL and restarted on its host re-runs its job at once.
-import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import type { JobView } from "../domain/jobs.ts";
 import { initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
-import { fileURLToPath } from "node:url";
+import {
+  killHard,
+  killWorkers,
+  startWorker,
+  stopGently,
+  waitFor,
+  type WorkerChild,
+} from "../testing/worker-processes.ts";
 import { enqueueCapture } from "./agent-jobs.ts";
 import { JobQueue } from "./queue.ts";
 import { parseWorkerId } from "./worker-identity.ts";
 
-const STRATA = fileURLToPath(new URL("../../cli/strata.mjs", import.meta.url));
 // Far longer than any test here: the lease never hands a job out again during one.
 process.env.STRATA_JOB_LEASE_SECONDS = "600";
 
 afterAll(removeTemporaryDirectories);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>): Promise<T> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
-interface Worker {
-  child: ChildProcess;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-const workers: Worker[] = [];
-afterAll(() => {
-  for (const w of workers) if (w.child.exitCode === null) w.child.kill("SIGKILL");
-});
-
-function startWorker(url: string, host: string, dataDir: string, env: Record<string, string> = {}): Worker {
-  const child = spawn(process.execPath, [STRATA, "worker", "--host", host, "--poll-ms", "50"], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      STRATA_DATA_DIR: dataDir,
-      STRATA_SWEEP_INTERVAL_SECONDS: "0",
-      STRATA_GC_INTERVAL_SECONDS: "0",
-      ...env,
-    },
-  });
-  let err = "";
-  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const worker = { child, stderr: () => err, exited };
-  workers.push(worker);
-  return worker;
-}
-
-async function killHard(worker: Worker): Promise<void> {
-  worker.child.kill("SIGKILL");
-  await worker.exited;
-}
-
-async function stopGently(worker: Worker): Promise<void> {
-  worker.child.kill("SIGTERM");
-  await worker.exited;
-}
+afterAll(killWorkers);
 
 describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
   let agent: TestAgent;
@@ -106,7 +59,7 @@ describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
     });
 
   /** A worker that claims `id` and blocks in the middle of it (alive, renewing nothing). */
-  async function workerHolding(host: string, id: string): Promise<{ worker: Worker; claimedBy: string }> {
+  async function workerHolding(host: string, id: string): Promise<{ worker: WorkerChild; claimedBy: string }> {
     const worker = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: "capture:publish" });
     await waitFor("the worker to pause mid-capture", async () => worker.stderr().includes("paused at capture:publish"));
     const held = await job(id);

@@ -4,10 +4,10 @@
 // and is removed when the test ends.
 import { execFile, execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { freePort } from "./ports.ts";
 
 const run = promisify(execFile);
 
@@ -54,18 +54,6 @@ function clusterOwner(): { uid: number; gid: number } | null {
   const uid = Number(execFileSync("id", ["-u", "nobody"], { encoding: "utf8" }).trim());
   const gid = Number(execFileSync("id", ["-g", "nobody"], { encoding: "utf8" }).trim());
   return { uid, gid };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Creates and starts a private cluster in a fresh temporary directory. */
