@@ -1,7 +1,7 @@
 // A worker as a process runs it (`strata worker`, or inside `strata serve`): the queue of the
-// catalog, the handlers, the loop, and between polls — at once when it starts, then every
-// housekeeping period — the hand-back of jobs held by dead processes of its host, the expiry of
-// claims whose lease passed, and the offer to schedule maintenance.
+// catalog, the handlers, the loop; the hand-back of jobs held by dead processes of its host (at
+// once when it starts, then every second on a timer); and between polls, every housekeeping
+// period, the expiry of claims whose lease passed and the offer to schedule maintenance.
 //
 // The worker claims under its process identity (worker-identity.ts), so several workers of one
 // host each have their own, and each can tell a dead sibling's claims from a live one's.
@@ -28,6 +28,8 @@ export interface WorkerProcessOptions {
   onEvent?: (event: WorkerEvent) => void;
   /** Jobs this worker handed back because the process of this host holding them no longer runs. */
   onReclaim?: (jobs: ReclaimedJob[]) => void;
+  /** How often the jobs of this host's dead workers are looked for (default 1 s). */
+  reclaimMs?: number;
   checkpoint?: (point: string) => void;
 }
 
@@ -51,6 +53,24 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   const housekeepingMs = opts.housekeepingMs ?? 5_000;
   let lastHousekeeping = 0;
   const emit = opts.onEvent ?? (() => undefined);
+  // The jobs of this host's dead workers are handed back before the first claim and then every
+  // reclaimMs on a timer of their own, also while this worker runs a long job: a sibling of a
+  // killed worker takes its job within about a second, whatever it is doing.
+  const reclaimDead = async () => {
+    try {
+      const reclaimed = await queue.reclaim(identity);
+      if (reclaimed.length > 0) opts.onReclaim?.(reclaimed);
+    } catch (error) {
+      emit({ type: "error", error });
+    }
+  };
+  await reclaimDead();
+  let reclaiming = false;
+  const reclaimTimer = setInterval(() => {
+    if (reclaiming) return;
+    reclaiming = true;
+    void reclaimDead().finally(() => (reclaiming = false));
+  }, opts.reclaimMs ?? 1_000);
   const running = startWorker({
     port: {
       fetch: () => queue.fetch({ host: opts.host, workerId }),
@@ -66,8 +86,6 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       if (Date.now() - lastHousekeeping < housekeepingMs) return;
       lastHousekeeping = Date.now();
       try {
-        const reclaimed = await queue.reclaim(identity);
-        if (reclaimed.length > 0) opts.onReclaim?.(reclaimed);
         await queue.expire();
         await scheduleMaintenance(queue, opts.schedule);
       } catch (error) {
@@ -76,7 +94,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
     },
     onEvent: emit,
   });
-  const done = running.done;
+  const done = running.done.finally(() => clearInterval(reclaimTimer));
   return {
     workerId,
     async stop() {
