@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { inTransaction } from "./client.ts";
 import { acquireFor, makeAgent, publishClean, scenario } from "../testing/lineage.ts";
-import { describeEachDatabase } from "../testing/databases.ts";
+import { createTestCatalog, describeEachDatabase } from "../testing/databases.ts";
 
 describeEachDatabase("catalog client", (catalog) => {
   const warnings: string[] = [];
@@ -42,5 +42,19 @@ describeEachDatabase("catalog client", (catalog) => {
     // Let a warning emitted during the transaction reach the listener.
     await new Promise((resolve) => setImmediate(resolve));
     expect(warnings.filter((w) => /already executing/.test(w))).toEqual([]);
+  });
+});
+
+describe("PostgreSQL catalog connections", () => {
+  it("are ended by the server when they sit idle in a transaction, so a paused process cannot keep its row locks", async () => {
+    const catalog = await createTestCatalog("postgres");
+    try {
+      const [row] = await catalog.db.$queryRawUnsafe<{ idle_in_transaction_session_timeout: string }[]>(
+        "SHOW idle_in_transaction_session_timeout",
+      );
+      expect(row?.idle_in_transaction_session_timeout).toBe("30s");
+    } finally {
+      await catalog.drop();
+    }
   });
 });

@@ -75,6 +75,9 @@ function relabelTextTypes<T>(result: T): T {
   return result;
 }
 
+/** How long PostgreSQL lets a catalog connection sit idle inside a transaction. */
+const IDLE_TRANSACTION_MS = 30_000;
+
 function createPgPool(url: string, max = 10, connectTimeoutMs = 10_000): pg.Pool {
   // The URL parsed into discrete fields with pg-connection-string, not handed to pg as
   // connectionString: migrate.ts and the test support connect the same way, so every
@@ -89,6 +92,13 @@ function createPgPool(url: string, max = 10, connectTimeoutMs = 10_000): pg.Pool
     // outage the caller hears about (UNAVAILABLE) after a while, not a request that hangs until
     // the operating system gives up.
     connectionTimeoutMillis: connectTimeoutMs,
+    // A transaction whose process stopped answering (paused, hung, cut off) is ended by the
+    // server after 30 s idle, releasing its row locks: a job row a paused worker locked would
+    // otherwise stay locked, and its job out of everyone's reach, for as long as the pause.
+    // Strata's own transactions give up after 20 s (inTransaction).
+    options: [(config as pg.PoolConfig).options, `-c idle_in_transaction_session_timeout=${IDLE_TRANSACTION_MS}`]
+      .filter(Boolean)
+      .join(" "),
   });
 }
 
