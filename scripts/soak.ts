@@ -347,7 +347,7 @@ async function main(): Promise<void> {
           await sleep(100);
         }
         reclaim.push({ job: held, seconds: (Date.now() - killedAt) / 1000 });
-        say(`${stamp()}  the killed worker's job left its claim ${reclaim[0]!.seconds.toFixed(1)} s after the kill`);
+        say(`${stamp()}  the killed worker's job was running again ${reclaim[0]!.seconds.toFixed(1)} s after the kill`);
       }
       await at(20);
       say(`${stamp()}  fault 2: SIGKILL app-0, started again after 3 s`);
@@ -506,7 +506,7 @@ async function main(): Promise<void> {
       ...(reclaim[0]
         ? [
             [
-              "SIGKILLed worker's job handed back",
+              "SIGKILLed worker's job running again",
               `${reclaim[0].seconds.toFixed(1)} s after the kill (goal < 5 s; lease ${LEASE_SECONDS} s)`,
               reclaim[0].seconds < 5,
             ] as [string, string, boolean],

@@ -144,10 +144,13 @@ describeEachDatabase("job queue", (catalog) => {
     const first = (await queue.fetch({ host: h, workerId: "dead" }))!;
     expect(await queue.heartbeat(first, { step: "started" })).toBe(true);
     expect((await queue.get(catalog().db, job!.id))?.progress).toEqual({ step: "started" });
+    // Queued while the first was held: it waits behind the expired one, which keeps its place.
+    const later = await queue.enqueue(catalog().db, capture(h));
     await sleep(1_200);
     expect(await queue.expire()).toBeGreaterThanOrEqual(1);
     const second = (await queue.fetch({ host: h, workerId: "alive" }))!;
     expect(second.id).toBe(job!.id);
+    expect(await queue.fetch({ host: h, workerId: "alive-too" })).toMatchObject({ id: later!.id });
     expect(second.attempt).toBe(2);
     expect(await queue.complete(first, { from: "dead" })).toBe(false);
     expect(await queue.heartbeat(first)).toBe(false);

@@ -476,7 +476,9 @@ export class JobQueue {
       where: { ...also, id: row.id, state: "active", attempts: row.attempts },
       data: last
         ? { state: "failed", error: recorded, leaseExpiresAt: null, finishedAt: now, updatedAt: now }
-        : { state: "retry", error: recorded, leaseExpiresAt: null, runAfter: now, updatedAt: now },
+        : // Runnable at once, in its place in the queue (its runAfter passed already): the
+          // holder died, not the job, so the job is not sent behind what was queued since.
+          { state: "retry", error: recorded, leaseExpiresAt: null, updatedAt: now },
     });
     if (done.count !== 1) return null;
     if (last) await this.finalize(tx, row, error);
