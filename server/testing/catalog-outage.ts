@@ -20,6 +20,7 @@ import { getCatalog } from "../db/catalog.ts";
 import { openCatalog, type CatalogHandle, type DatabaseKind } from "../db/client.ts";
 import { migrate } from "../db/migrate.ts";
 import { handleBlobPut } from "../http/blob-routes.ts";
+import { catalogOutagePage } from "../http/outage-page.ts";
 import { startPrivatePostgres, type PrivatePostgres } from "./private-postgres.ts";
 
 const ORIGIN = "http://localhost:3000";
@@ -163,6 +164,16 @@ export function describeCatalogOutage(kind: DatabaseKind) {
       }
       // The dashboard layout's question: the session could not be checked, which is not signed out.
       expect(await dashboardViewer(getAuth(), new Headers({ cookie }))).toEqual({ state: "unavailable" });
+      // A dashboard page (proxy.ts asks before it renders): 503, Retry-After, a page that retries.
+      const page = await catalogOutagePage();
+      expect({ status: page?.status, retryAfter: page?.headers.get("retry-after") }).toEqual({
+        status: 503,
+        retryAfter: "3",
+      });
+      const html = await page!.text();
+      expect(html).toContain("Catalog unavailable — retrying");
+      expect(html).toContain('http-equiv="refresh"');
+      for (const secret of outage.secrets) expect(html).not.toContain(secret);
     });
 
     it("answers the same calls again once the catalog is back, with the same session", async () => {
@@ -183,6 +194,8 @@ export function describeCatalogOutage(kind: DatabaseKind) {
         state: "signed-in",
         user: { email, role: "operator" },
       });
+      // Pages render again.
+      expect(await catalogOutagePage()).toBeNull();
     });
   });
 }
