@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { freePort } from "../server/testing/ports.ts";
+import { git } from "../server/testing/repos.ts";
 import { startPrivatePostgres, type PrivatePostgres } from "../server/testing/private-postgres.ts";
 
 const { values } = parseArgs({
@@ -47,20 +48,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const started = Date.now();
 const stamp = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s`;
-
-function git(cwd: string, args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "Soak",
-      GIT_AUTHOR_EMAIL: "soak@example.test",
-      GIT_COMMITTER_NAME: "Soak",
-      GIT_COMMITTER_EMAIL: "soak@example.test",
-    },
-  });
-}
 
 // --- processes ------------------------------------------------------------------------------------
 

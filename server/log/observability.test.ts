@@ -148,7 +148,7 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
     // The rest of an agent's flow: acquire, a blob upload, a refused token.
     const acquired = await call(
       "workspace.acquire",
-      { ...key, canonicalRef: "refs/heads/main", workspace: "/work/elsewhere", host },
+      { ...key, canonicalRef: "refs/heads/main", workspace: "/workspaces/elsewhere", host },
       bearer,
     );
     expect(acquired.status).toBe(200);
