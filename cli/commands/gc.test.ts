@@ -32,10 +32,21 @@ describeEachDatabase("strata gc", (catalog) => {
     expect(heads.code, heads.stderr).toBe(0);
     expect(heads.stdout).toMatch(/Released 1 head\(s\) of 1 snapshot/);
 
+    // A dry run first: it names what the run below deletes, and changes nothing.
+    const dry = strata(["gc", "collect", "--dry-run", "--grace", "0", "--json"], catalog().url);
+    expect(dry.code, dry.stderr).toBe(0);
+    const preview = JSON.parse(dry.stdout) as { dryRun: boolean; tally: Record<string, number> };
+    expect(preview).toMatchObject({ dryRun: true, tally: { layersDeleted: 1, blobsDeleted: 1 } });
+    expect((await db.layer.findFirstOrThrow({ where: { agentUuid: layer.uuid } })).state).toBe("available");
+    const dryText = strata(["gc", "collect", "--dry-run", "--grace", "0"], catalog().url);
+    expect(dryText.stdout).toMatch(/Dry run finished, nothing changed/);
+    expect(dryText.stdout).toMatch(new RegExp(`layers: +would delete 1 \\(${layer.sizeBytes} bytes declared\\)`));
+
     const run = strata(["gc", "collect", "--force", "--grace", "0", "--json"], catalog().url);
     expect(run.code, run.stderr).toBe(0);
-    const result = JSON.parse(run.stdout) as { status: string; tally: { layersDeleted: number; blobsDeleted: number } };
+    const result = JSON.parse(run.stdout) as { status: string; tally: Record<string, number> };
     expect(result).toMatchObject({ status: "finished", tally: { layersDeleted: 1, blobsDeleted: 1 } });
+    expect(result.tally).toMatchObject({ ...preview.tally, batches: result.tally.batches });
     expect((await db.layer.findFirstOrThrow({ where: { agentUuid: layer.uuid } })).state).toBe("deleted");
     // Audited like the dashboard's run, naming the CLI as who asked; its log line is JSON on stderr.
     const audited = await db.auditEvent.findFirstOrThrow({ where: { action: "gc.collect" } });

@@ -1,6 +1,7 @@
 // A collection someone asked for (an admin on the dashboard or through the API, an operator's
 // `strata gc collect`): run, then recorded in the audit log with who asked and how it ended.
-// Scheduled runs (the worker's) are not audited: nobody asked for them.
+// Scheduled runs (the worker's) are not audited: nobody asked for them. Neither are dry runs:
+// they change nothing, and the run log records them with who asked.
 import type { Db } from "../db/client.ts";
 import { recordAuditEvent, type AuditActor } from "../audit/record-audit-event.ts";
 import { collectGarbage, type CollectOptions, type CollectResult } from "./collect-garbage.ts";
@@ -15,6 +16,7 @@ export interface AuditedCollectionOptions extends Omit<CollectOptions, "signal" 
 export async function collectAndAudit(db: Db, opts: AuditedCollectionOptions): Promise<CollectResult> {
   const { actor, reason, ...collect } = opts;
   const result = await collectGarbage(db, collect);
+  if (collect.dryRun) return result;
   await recordAuditEvent(db, {
     actor,
     action: "gc.collect",

@@ -112,6 +112,76 @@ describeEachDatabase("garbage collection", (catalog) => {
     expect(new Set(Object.values(await states(long.map((l) => l.uuid))))).toEqual(new Set(["deleted"]));
   });
 
+  it("a dry run names exactly what the real run then deletes and frees, and changes nothing", async () => {
+    await collectNow(); // Earlier tests' leftovers go first, so the figures below are this test's alone.
+    // Published a moment ago: the blobs are inside the default grace window by their upload time.
+    const dead = await chain(3);
+    const doomed = await publish(dead, [dead.at(-1)!.uuid]);
+    await retireSnapshot(db(), { snapshotId: doomed, actor: { type: "system" } });
+    const declared = dead.reduce((sum, l) => sum + l.sizeBytes, 0);
+    const runsBefore = await db().collectionRun.count({ where: { dryRun: false } });
+
+    const preview = await collectGarbage(db(), { dryRun: true, host: "dashboard:preview" });
+    expect(preview.status).toBe("finished");
+    if (preview.status !== "finished") return;
+    expect(preview.dryRun).toBe(true);
+    const expected = {
+      headsReleased: 1,
+      layersDeleted: 3,
+      layerBytes: declared,
+      blobsDeleted: 3,
+      bytesFreed: declared,
+    };
+    expect(preview.tally).toMatchObject(expected);
+    // Nothing changed: the layers, their bytes and the head are all still there, no lease is held.
+    expect(new Set(Object.values(await states(dead.map((l) => l.uuid))))).toEqual(new Set(["available"]));
+    expect(await stored(dead.map((l) => l.digest))).toEqual([true, true, true]);
+    expect(await db().snapshotHead.count({ where: { snapshotId: doomed } })).toBe(1);
+    expect(await db().lease.findUnique({ where: { name: GC_LEASE } })).toBeNull();
+    // It is in the run log as a dry run, and the interval does not count it.
+    const [logged] = await listCollectionRuns(db(), { limit: 1 });
+    expect(logged).toMatchObject({ id: preview.runId, dryRun: true, host: "dashboard:preview", ...expected });
+    expect(await db().collectionRun.count({ where: { dryRun: false } })).toBe(runsBefore);
+
+    const real = await collectGarbage(db(), { force: true });
+    expect(real.status === "finished" && real.dryRun).toBe(false);
+    if (real.status !== "finished") return;
+    const { batches: _a, ...previewFigures } = preview.tally;
+    const { batches: _b, ...realFigures } = real.tally;
+    expect(realFigures).toEqual(previewFigures);
+    expect(await stored(dead.map((l) => l.digest))).toEqual([false, false, false]);
+    expect(await consistencyViolations(db(), { hashBlobs: true })).toEqual([]);
+  });
+
+  it("a dry run keeps what a real run keeps, and waits out a real run instead of guessing", async () => {
+    await collectNow();
+    const live = await chain(2);
+    await publish(live, [live.at(-1)!.uuid]);
+    const loose = await storeBytes(db(), `fresh upload ${randomUUID()}`);
+    const preview = await collectGarbage(db(), { dryRun: true });
+    expect(preview.status === "finished" && preview.tally).toMatchObject({ layersDeleted: 0, bytesFreed: 0 });
+    expect(await stored([...live.map((l) => l.digest), loose.digest])).toEqual([true, true, true]);
+
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const running = collectNow({
+      hooks: {
+        afterBatch: async (phase) => {
+          if (phase === "pins") {
+            entered();
+            await held;
+          }
+        },
+      },
+    });
+    await inside;
+    expect(await collectGarbage(db(), { dryRun: true })).toMatchObject({ status: "skipped", reason: "running" });
+    release();
+    expect((await running).status).toBe("finished");
+  });
+
   it("keeps a retired snapshot's content while a pin is active, and lets an expired pin stop protecting", async () => {
     const layers = await chain(2);
     const s = await publish(layers, [layers[1]!.uuid]);

@@ -9,7 +9,10 @@
 //   their content is registered as layers), while the snapshot is not deleted;
 // - blobs a dependency cache needs (server/caches/), while the cache is not deleted.
 // What is kept for a while: any blob stored or last reused less than `graceSeconds` ago (one
-// hour by default), so an upload that is not referenced yet survives until it is.
+// hour by default), so an upload that is not referenced yet survives until it is. The bytes of a
+// layer this run deletes count only their last reuse: they were referenced (by that layer), so
+// the upload they came from is over, and a new upload or `missing` query of the digest restarts
+// the window. So a run frees the bytes of the layers it deletes, as its dry run says it will.
 //
 // How a run proceeds, each step in small transactions that commit on their own:
 //  1. expired pins are recorded as released;
@@ -24,6 +27,10 @@
 // Whenever a stored blob is deleted, the agents' grants of its digest go in the same transaction.
 // A publish that reuses a layer locks it FOR SHARE and needs it `available`, so a layer is
 // either kept (the publish's lock or its committed child is seen) or the publish is refused.
+//
+// A dry run (`dryRun`) does all of this in one transaction and rolls it back: its figures are
+// exactly what a real run would have deleted and freed at that moment. It is recorded as a run
+// with dry_run set, does not count for the interval, and skips when a real run holds the lease.
 //
 // At most one run at a time and at most one per `intervalSeconds` after the last finished one,
 // across every process sharing the database, judged on the database's clock: the `gc` lease
@@ -98,6 +105,8 @@ interface CollectHooks {
 export interface CollectOptions extends Partial<GcSettings> {
   /** Run even if the interval has not passed (never while another run holds the lease). */
   force?: boolean;
+  /** Compute what a run would delete and free, change nothing (implies force). */
+  dryRun?: boolean;
   host?: string;
   signal?: AbortSignal;
   hooks?: CollectHooks;
@@ -111,7 +120,10 @@ interface CollectionTally {
   snapshotsDeleted: number;
   layersMarked: number;
   layersDeleted: number;
+  /** The declared sizes of the layers deleted. */
+  layerBytes: number;
   blobsDeleted: number;
+  /** The sizes of the stored blobs deleted: the space the run gave back. */
   bytesFreed: number;
   uploadsAbandoned: number;
   batches: number;
@@ -122,7 +134,9 @@ export type CollectResult =
   | {
       status: "finished" | "failed";
       runId: string;
+      dryRun: boolean;
       startedAt: Date;
+      finishedAt: Date;
       errorCode: string | null;
       error: string | null;
       tally: CollectionTally;
@@ -147,6 +161,7 @@ function emptyTally(): CollectionTally {
     snapshotsDeleted: 0,
     layersMarked: 0,
     layersDeleted: 0,
+    layerBytes: 0,
     blobsDeleted: 0,
     bytesFreed: 0,
     uploadsAbandoned: 0,
@@ -197,6 +212,7 @@ async function startRun(db: Db, settings: GcSettings, opts: CollectOptions): Pro
     if (!opts.force) {
       const last = await tx.collectionRun.findFirst({
         where: {
+          dryRun: false,
           status: { in: ["finished", "failed"] },
           finishedAt: { not: null },
           OR: [{ errorCode: null }, { errorCode: { notIn: NOT_COUNTED } }],
@@ -262,10 +278,14 @@ async function batch(
     await tx.collectionRun.update({
       where: { id: ctx.runId },
       data: {
+        pinsExpired: { increment: t.pinsExpired ?? 0 },
+        snapshotsReleased: { increment: t.snapshotsReleased ?? 0 },
         headsReleased: { increment: t.headsReleased ?? 0 },
         layersDeleted: { increment: t.layersDeleted ?? 0 },
+        layerBytes: { increment: BigInt(t.layerBytes ?? 0) },
         blobsDeleted: { increment: t.blobsDeleted ?? 0 },
         bytesFreed: { increment: BigInt(t.bytesFreed ?? 0) },
+        uploadsAbandoned: { increment: t.uploadsAbandoned ?? 0 },
       },
     });
     await ctx.hooks?.inBatch?.(phase, { count: result.count });
@@ -300,7 +320,10 @@ function lastUse(blob: { storedAt: Date; lastReusedAt: Date | null }): number {
   return Math.max(blob.storedAt.getTime(), blob.lastReusedAt?.getTime() ?? 0);
 }
 
-/** Locks stored blobs FOR UPDATE (skipping rows a publish holds) and deletes the unneeded ones. */
+/**
+ * Locks stored blobs FOR UPDATE (skipping rows a publish holds) and deletes the unneeded ones.
+ * `finishing`: the deleting layers whose bytes these are; their grace counts from the last reuse.
+ */
 async function deleteUnneededBlobs(
   tx: Db,
   now: Date,
@@ -318,7 +341,7 @@ async function deleteUnneededBlobs(
     select: { id: true, digest: true, sizeBytes: true, storedAt: true, lastReusedAt: true },
   });
   const cutoff = now.getTime() - settings.graceSeconds * 1000;
-  const old = blobs.filter((b) => lastUse(b) <= cutoff);
+  const old = blobs.filter((b) => (finishing.length > 0 ? (b.lastReusedAt?.getTime() ?? 0) : lastUse(b)) <= cutoff);
   const referenced = await referencedDigests(
     tx,
     old.map((b) => b.digest),
@@ -406,7 +429,9 @@ async function finishLayers(
   const ids = rows.map((r) => r.uuid);
   const freed = await deleteUnneededBlobs(tx, now, settings, { digests: [...new Set(rows.map((r) => r.digest))] }, ids);
   const done = await moveLayers(tx, ids, { from: "deleting", to: "deleted" }, now);
-  return { count: done, tally: { layersDeleted: done, ...freed } };
+  // Every locked row was deleting and this transaction holds its lock: all of them moved.
+  const layerBytes = rows.reduce((sum, r) => sum + r.sizeBytes, 0);
+  return { count: done, tally: { layersDeleted: done, layerBytes, ...freed } };
 }
 
 async function finishLeftovers(ctx: RunContext): Promise<void> {
@@ -544,16 +569,17 @@ function errorCodeOf(error: unknown): string {
 export async function collectGarbage(db: Db, opts: CollectOptions = {}): Promise<CollectResult> {
   const settings = settingsOf(opts);
   const clock = performance.now();
-  const started = await startRun(db, settings, opts);
-  if ("status" in started) {
-    logger().debug({ host: opts.host ?? null, reason: started.reason, until: started.until }, "collection skipped");
-    return started;
+  const outcome = opts.dryRun ? await dryRun(db, settings, opts) : await realRun(db, settings, opts);
+  if (outcome.status === "skipped") {
+    logger().debug({ host: opts.host ?? null, reason: outcome.reason, until: outcome.until }, "collection skipped");
+    return outcome;
   }
-  const result = await runCollection(db, settings, started, opts);
+  const result = outcome;
   const seconds = (performance.now() - clock) / 1000;
   const fields = {
     runId: result.runId,
     host: opts.host ?? null,
+    dryRun: result.dryRun,
     status: result.status,
     ...(result.errorCode ? { errorCode: result.errorCode, error: scrubText(result.error ?? "") } : {}),
     ...result.tally,
@@ -561,8 +587,72 @@ export async function collectGarbage(db: Db, opts: CollectOptions = {}): Promise
   };
   if (result.status === "failed") logger().error(fields, "collection run");
   else logger().info(fields, "collection run");
-  measure({ type: "run", run: "collection", outcome: result.errorCode ?? result.status, seconds });
+  // The collection metrics count what changed the catalog; a dry run is in the log line only.
+  if (!result.dryRun) measure({ type: "run", run: "collection", outcome: result.errorCode ?? result.status, seconds });
   return result;
+}
+
+async function realRun(db: Db, settings: GcSettings, opts: CollectOptions): Promise<CollectResult> {
+  const started = await startRun(db, settings, opts);
+  if ("status" in started) return started;
+  return runCollection(db, settings, started, opts);
+}
+
+/** How long a dry run's one transaction may take. */
+const DRY_RUN_TIMEOUT_MS = 10 * 60 * 1000;
+
+/** Carries a dry run's outcome out of its transaction, which it rolls back. */
+class DryRunDone extends Error {
+  constructor(readonly outcome: CollectResult) {
+    super("dry run: rolled back");
+    this.name = "DryRunDone";
+  }
+}
+
+/**
+ * The whole run in one transaction (the lease, the run row, every batch), rolled back at the
+ * end; then the run is recorded as a dry run with the figures it reached.
+ */
+async function dryRun(db: Db, settings: GcSettings, opts: CollectOptions): Promise<CollectResult> {
+  let outcome: CollectResult;
+  try {
+    await inTransaction(
+      db,
+      async (tx) => {
+        const started = await startRun(tx, settings, { ...opts, force: true });
+        if ("status" in started) throw new DryRunDone(started);
+        throw new DryRunDone(await runCollection(tx, settings, started, { ...opts, hooks: undefined, dryRun: true }));
+      },
+      { timeout: DRY_RUN_TIMEOUT_MS, attempts: 1 },
+    );
+    throw new Error("unreachable: a dry run always rolls back");
+  } catch (error) {
+    if (!(error instanceof DryRunDone)) throw error;
+    outcome = error.outcome;
+  }
+  if (outcome.status === "skipped") return outcome;
+  const t = outcome.tally;
+  const finishedAt = await dbNow(db);
+  await db.collectionRun.create({
+    data: {
+      id: outcome.runId,
+      host: opts.host ?? `${hostname()}:${process.pid}`,
+      dryRun: true,
+      status: outcome.status,
+      startedAt: outcome.startedAt,
+      finishedAt,
+      errorCode: outcome.errorCode,
+      pinsExpired: t.pinsExpired,
+      snapshotsReleased: t.snapshotsReleased,
+      headsReleased: t.headsReleased,
+      layersDeleted: t.layersDeleted,
+      layerBytes: BigInt(t.layerBytes),
+      blobsDeleted: t.blobsDeleted,
+      bytesFreed: BigInt(t.bytesFreed),
+      uploadsAbandoned: t.uploadsAbandoned,
+    },
+  });
+  return { ...outcome, finishedAt };
 }
 
 /** The phases of a started run, and its record closed; never throws for a failure during the run. */
@@ -588,28 +678,38 @@ async function runCollection(
     errorCode = errorCodeOf(error);
     message = error instanceof Error ? error.message : String(error);
   }
-  await inTransaction(db, async (tx) => {
-    const now = await dbNow(tx);
-    await tx.collectionRun.updateMany({
-      where: { id: ctx.runId, status: "running" },
-      data: { status: errorCode ? "failed" : "finished", finishedAt: now, errorCode },
-    });
-    await tx.lease.deleteMany({ where: { name: GC_LEASE, holder: ctx.runId } });
-  }).catch(() => undefined); // A run left `running` is marked INTERRUPTED by the next one.
+  let finishedAt = new Date();
+  // A dry run's transaction is rolled back whole; a failed statement may have aborted it already.
+  if (!opts.dryRun) {
+    await inTransaction(db, async (tx) => {
+      const now = await dbNow(tx);
+      finishedAt = now;
+      await tx.collectionRun.updateMany({
+        where: { id: ctx.runId, status: "running" },
+        data: { status: errorCode ? "failed" : "finished", finishedAt: now, errorCode },
+      });
+      await tx.lease.deleteMany({ where: { name: GC_LEASE, holder: ctx.runId } });
+    }).catch(() => undefined); // A run left `running` is marked INTERRUPTED by the next one.
+  }
   return {
     status: errorCode ? "failed" : "finished",
     runId: ctx.runId,
+    dryRun: Boolean(opts.dryRun),
     startedAt: started.startedAt,
+    finishedAt,
     errorCode,
     error: message,
     tally: ctx.tally,
   };
 }
 
-/** The most recent collection runs, newest first. */
+/** The most recent collection runs, dry and real, newest first. */
 export async function listCollectionRuns(db: Db, opts: { limit?: number } = {}) {
-  const runs = await db.collectionRun.findMany({ orderBy: { startedAt: "desc" }, take: opts.limit ?? 50 });
-  return runs.map((r) => ({ ...r, bytesFreed: toNumber(r.bytesFreed) }));
+  const runs = await db.collectionRun.findMany({
+    orderBy: [{ startedAt: "desc" }, { id: "desc" }],
+    take: opts.limit ?? 50,
+  });
+  return runs.map((r) => ({ ...r, bytesFreed: toNumber(r.bytesFreed), layerBytes: toNumber(r.layerBytes) }));
 }
 
 export interface CollectionSchedule {

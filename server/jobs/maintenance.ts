@@ -96,7 +96,8 @@ export async function runGcJob(
   opts: { host: string; signal: AbortSignal; intervalSeconds?: number },
 ): Promise<Prisma.InputJsonValue> {
   const result = await collectGarbage(db, {
-    host: opts.host,
+    // The run log tells scheduled runs from the ones people asked for.
+    host: `worker:${opts.host}`,
     signal: opts.signal,
     // The slot already spaced the runs; the margin keeps a run late in its slot from skipping the next.
     ...(opts.intervalSeconds !== undefined ? { intervalSeconds: Math.floor(opts.intervalSeconds * 0.9) } : {}),

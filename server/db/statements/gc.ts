@@ -208,13 +208,17 @@ export function moveLayers(tx: Db, uuids: readonly string[], step: LayerStep, no
  * Locks the deleting layers among `uuids` FOR UPDATE (waiting for a lock rather than skipping
  * it), in uuid order, and reads their digests.
  */
-export function lockDeletingLayers(tx: Db, uuids: readonly string[]): Promise<{ uuid: string; digest: string }[]> {
+export async function lockDeletingLayers(
+  tx: Db,
+  uuids: readonly string[],
+): Promise<{ uuid: string; digest: string; sizeBytes: number }[]> {
   const sql = dialectOf(tx);
-  return tx.$queryRawUnsafe<{ uuid: string; digest: string }[]>(
-    `SELECT uuid, digest FROM layers WHERE state = 'deleting' AND uuid IN ${sql.list(uuids.length)} ` +
+  const rows = await tx.$queryRawUnsafe<{ uuid: string; digest: string; size_bytes: bigint | number }[]>(
+    `SELECT uuid, digest, size_bytes FROM layers WHERE state = 'deleting' AND uuid IN ${sql.list(uuids.length)} ` +
       `ORDER BY uuid${sql.lock("update")}`,
     ...uuids,
   );
+  return rows.map((r) => ({ uuid: r.uuid, digest: r.digest, sizeBytes: toNumber(r.size_bytes) }));
 }
 
 /** Up to `limit` deleting layers after `cursor` (uuid order): what an interrupted run left. */
