@@ -2,59 +2,17 @@
 // worker. An agent asks it over HTTP to capture a dirty checkout and then to restore that
 // capture into a new directory; the worker inside the server does both.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { DENIED_SECRET } from "./secrets.ts";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect, test, request as requests, type APIRequestContext } from "@playwright/test";
-import { callTrpc } from "./fixtures.ts";
+import { call, dirtyCheckout, finished, git } from "./jobs.ts";
 
 // As in playwright.config.ts.
 const WORKER_URL = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3210) + 1}`;
 const WORKER_DATA_DIR = ".strata-e2e-worker";
 const WORKER_HOST = "e2e-worker-host";
-
-function git(cwd: string, args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "e2e",
-      GIT_AUTHOR_EMAIL: "e2e@example.invalid",
-      GIT_COMMITTER_NAME: "e2e",
-      GIT_COMMITTER_EMAIL: "e2e@example.invalid",
-    },
-  });
-}
-
-interface JobView {
-  id: string;
-  state: string;
-  result: Record<string, unknown> | null;
-  error: { code: string; message: string } | null;
-}
-
-async function call(agent: APIRequestContext, procedure: string, input: unknown, kind: "query" | "mutation") {
-  const { status, result, error } = await callTrpc(agent, procedure, input, kind);
-  expect(error, `${procedure} answered ${status}`).toBeUndefined();
-  return result;
-}
-
-/** Follows a job until it ends; its progress moves through the worker's steps meanwhile. */
-async function finished(agent: APIRequestContext, jobId: string): Promise<JobView> {
-  let job: JobView | null = null;
-  await expect
-    .poll(
-      async () => {
-        job = (await call(agent, "job.get", { jobId }, "query")) as JobView;
-        return ["completed", "failed", "cancelled"].includes(job.state);
-      },
-      { timeout: 60_000, intervals: [250] },
-    )
-    .toBe(true);
-  return job!;
-}
 
 test.describe("strata serve runs jobs with its own worker", () => {
   let work: string;
@@ -80,15 +38,7 @@ test.describe("strata serve runs jobs with its own worker", () => {
   });
 
   test("captures a dirty checkout, then restores it into a new directory", async () => {
-    const repo = path.join(work, "checkout");
-    mkdirSync(path.join(repo, "src"), { recursive: true });
-    git(repo, ["init", "--quiet", "--initial-branch=main"]);
-    writeFileSync(path.join(repo, "README.md"), "# e2e\n");
-    writeFileSync(path.join(repo, "src", "main.txt"), "one\ntwo\n");
-    git(repo, ["add", "-A"]);
-    git(repo, ["commit", "--quiet", "-m", "first"]);
-    writeFileSync(path.join(repo, "src", "main.txt"), "one\ntwo\nthree (uncommitted)\n");
-    writeFileSync(path.join(repo, "notes.txt"), "untracked notes\n");
+    const repo = dirtyCheckout(path.join(work, "checkout"));
     // A secret the deny-list keeps out of the snapshot (and, e2e/log-check.ts checks, the logs).
     writeFileSync(path.join(repo, ".env"), `API_KEY=${DENIED_SECRET}\n`);
 
