@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { captureAndPublish, localCatalog } from "../capture/capture-publish.ts";
 import type { SnapshotDiff } from "../domain/snapshot-diff.ts";
 import { isStrataError } from "../domain/errors.ts";
+import { TRPCError } from "@trpc/server";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import {
@@ -18,6 +19,10 @@ import {
   temporaryDirectory,
   write,
 } from "../testing/repos.ts";
+import { makeUser } from "../testing/dashboard.ts";
+import { createContextInner } from "../trpc/init.ts";
+import { createCaller } from "../trpc/root.ts";
+import type { UserScope } from "../domain/scope.ts";
 import { diffAgentSnapshots, diffSnapshotsForStaff } from "./diff-snapshots.ts";
 
 afterAll(removeTemporaryDirectories);
@@ -210,5 +215,30 @@ describeEachDatabase("snapshot diff", (catalog) => {
     expect(apart).toMatchObject({ data: { reason: "different-repositories" } });
     const staffApart = await diffSnapshotsForStaff(db, { from: first, to: elsewhere }).catch((e: unknown) => e);
     expect(isStrataError(staffApart, "INVALID_INPUT")).toBe(true);
+  });
+
+  it("answers through the API: snapshot.diff for the owning agent, dashboard.snapshotDiff for every staff role", async () => {
+    const db = catalog().db;
+    const caller = (authorization: string | null, user: UserScope | null = null) =>
+      createCaller(createContextInner({ db, authorization, user }));
+    const code = (call: Promise<unknown>) =>
+      call.then(
+        () => "ok",
+        (error: unknown) => {
+          const cause = error instanceof TRPCError ? error.cause : error;
+          return isStrataError(cause) ? cause.code : error instanceof TRPCError ? error.code : "thrown";
+        },
+      );
+    const own = await caller(`Bearer ${owner.token}`).snapshot.diff({ from: first, to: second });
+    expect(own.files.map((f) => f.path)).toContain("src/app.ts");
+    expect(await code(caller(`Bearer ${other.token}`).snapshot.diff({ from: first, to: second }))).toBe("NOT_FOUND");
+    expect(await code(caller(null).snapshot.diff({ from: first, to: second }))).toBe("UNAUTHORIZED");
+    for (const role of ["operator", "support", "admin"] as const) {
+      const user = await makeUser(db, role);
+      const answer = await caller(null, user).dashboard.snapshotDiff({ to: second });
+      expect(answer).toMatchObject({ from: { id: first }, to: { id: second }, stat: { files: 5 } });
+    }
+    expect(await code(caller(`Bearer ${owner.token}`).dashboard.snapshotDiff({ to: second }))).toBe("UNAUTHORIZED");
+    expect(await code(caller(null).dashboard.snapshotDiff({ to: second }))).toBe("UNAUTHORIZED");
   });
 });

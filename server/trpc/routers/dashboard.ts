@@ -11,6 +11,8 @@ import { retireSnapshotByUser, retireSnapshotByUserInput } from "../../lineage/r
 import { forkCheckpoint, forkCheckpointInput } from "../../lineage/fork-checkpoint.ts";
 import { listLiveHolds, listLiveHoldsInput, liveHoldListSchema } from "../../lineage/list-live-holds.ts";
 import { snapshotDetail, snapshotDetailInput } from "../../dashboard/snapshot-detail.ts";
+import { dashboardDiffInput, snapshotDiffSchema } from "../../domain/snapshot-diff.ts";
+import { diffSnapshotsForStaff } from "../../diff/diff-snapshots.ts";
 import { repositoryPool, repositoryPoolInput, repositoryPoolSchema } from "../../dashboard/repository-pool.ts";
 import { loadConfig } from "../../config/config.ts";
 import {
@@ -34,6 +36,10 @@ export const dashboardRouter = router({
       return repositoryPool(ctx.db, { ...input, dataDir, host });
     }),
   snapshot: staff.input(snapshotDetailInput).query(({ ctx, input }) => snapshotDetail(ctx.db, input)),
+  snapshotDiff: staff
+    .input(dashboardDiffInput)
+    .output(snapshotDiffSchema)
+    .query(({ ctx, input }) => diffSnapshotsForStaff(ctx.db, input)),
   pins: staff.input(inspectPinsInput.prefault({})).query(({ ctx, input }) => inspectPins(ctx.db, input)),
   liveHolds: staff
     .input(listLiveHoldsInput.prefault({}))

@@ -7,10 +7,12 @@ import { retireSnapshot } from "../../lineage/retirement.ts";
 import { getSnapshot, getSnapshotInput } from "../../lineage/snapshots.ts";
 import { listSnapshots, snapshotListInput } from "../../lineage/snapshot-list.ts";
 import { snapshotDetailSchema, snapshotPageSchema } from "../../domain/views.ts";
+import { snapshotDiffInput, snapshotDiffSchema } from "../../domain/snapshot-diff.ts";
+import { diffAgentSnapshots } from "../../diff/diff-snapshots.ts";
 import { withIdempotencyKey } from "../idempotency.ts";
 import { agentProcedure, router } from "../init.ts";
 
-// An agent's snapshots: read them (get, list), register their content (publish), retire them
+// An agent's snapshots: read them (get, list, diff), register their content (publish), retire them
 // (delete).
 export const snapshotRouter = router({
   get: agentProcedure
@@ -21,6 +23,10 @@ export const snapshotRouter = router({
     .input(snapshotListInput)
     .output(snapshotPageSchema)
     .query(({ ctx, input }) => listSnapshots(ctx.db, input, { agentId: ctx.agent.agentId })),
+  diff: agentProcedure
+    .input(snapshotDiffInput)
+    .output(snapshotDiffSchema)
+    .query(({ ctx, input }) => diffAgentSnapshots(ctx.db, { ...input, agent: ctx.agent })),
   publish: agentProcedure
     .input(publishLayersInput.extend({ snapshotId: entityIdSchema, manifestDigest: blobDigestSchema.optional() }))
     .output(publishSnapshotResultSchema)
