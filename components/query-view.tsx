@@ -44,11 +44,8 @@ export function ShortId({ id }: { id: string | null | undefined }) {
   );
 }
 
-export function When({ at }: { at: Date | string | null | undefined }) {
-  if (!at) return <>—</>;
-  const date = new Date(at);
-  return <time dateTime={date.toISOString()}>{date.toISOString().replace("T", " ").slice(0, 19)}</time>;
-}
+/** A time on any page: local with its zone, UTC one click away (components/time.tsx). */
+export { LocalTime as When } from "./time.tsx";
 
 export function formatBytes(bytes: bigint | number): string {
   const n = Number(bytes);

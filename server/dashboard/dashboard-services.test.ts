@@ -3,7 +3,12 @@ import { expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError } from "../domain/errors.ts";
 import { listAuditEvents } from "../audit/audit-log.ts";
-import { collectionOverview, runCollectionNow } from "../gc/collection-overview.ts";
+import {
+  collectionOverview,
+  collectionRunLog,
+  collectionSchedule,
+  runCollectionNow,
+} from "../gc/collection-overview.ts";
 import { inspectPins } from "./pin-inspection.ts";
 import { pinSnapshot } from "../content/pins.ts";
 import { previewRetirement } from "./retirement-preview.ts";
@@ -180,18 +185,31 @@ describeEachDatabase("dashboard services", (catalog) => {
     await retireSnapshotByUser(db, { snapshotId: h.a[1]!, reason: "superseded work", user: operator });
     await retireLineageByUser(db, { lineageId: h.lineageA, reason: "done", user: operator });
 
-    const before = await collectionOverview(db);
+    const before = await collectionOverview(db, { configuredIntervalSeconds: 3600 });
     // a3 is kept by the degraded restore's pin; a2 goes at the next run.
     expect(before.retiredHeld.keptByPins.snapshots).toBeGreaterThanOrEqual(1);
     expect(before.retiredHeld.releasedNextRun.snapshots).toBeGreaterThanOrEqual(1);
 
+    // The preview (a dry run) names what the run then does, figure for figure.
+    const preview = await runCollectionNow(db, { user: admin, dryRun: true });
     const result = await runCollectionNow(db, { user: admin });
-    expect(result.status).toBe("finished");
-    const after = await collectionOverview(db);
-    expect(after.runs[0]).toMatchObject({
-      status: "finished",
-      host: `dashboard:${admin.userId}`,
-      startedBy: `${admin.email} (dashboard)`,
+    expect(preview.status === "finished" && result.status === "finished").toBe(true);
+    if (preview.status !== "finished" || result.status !== "finished") return;
+    const { batches: _p, ...previewFigures } = preview.tally;
+    const { batches: _r, ...runFigures } = result.tally;
+    expect(runFigures).toEqual(previewFigures);
+    expect(result.tally.layersDeleted).toBeGreaterThan(0);
+    expect(result.tally.bytesFreed).toBeGreaterThan(0);
+    const after = await collectionOverview(db, { configuredIntervalSeconds: 3600 });
+    const log = await collectionRunLog(db, {});
+    expect(log.runs.slice(0, 2)).toMatchObject([
+      { id: result.runId, dryRun: false, status: "finished", trigger: "dashboard", startedBy: admin.email },
+      { id: preview.runId, dryRun: true, status: "finished", trigger: "dashboard", startedBy: admin.email },
+    ]);
+    expect(log.runs[0]!.durationMs).toBeGreaterThanOrEqual(0);
+    expect(log.runs[0]).toMatchObject({
+      layersDeleted: result.tally.layersDeleted,
+      bytesFreed: result.tally.bytesFreed,
     });
     expect(after.retiredHeld.releasedNextRun.snapshots).toBe(0);
     expect(after.retiredHeld.alreadyReleased.snapshots).toBeGreaterThanOrEqual(1);
@@ -207,12 +225,72 @@ describeEachDatabase("dashboard services", (catalog) => {
     const db = catalog().db;
     const h = await buildHistory(db);
     await db.snapshotHead.deleteMany({ where: { snapshotId: h.a[0]! } });
-    const overview = await collectionOverview(db);
+    const overview = await collectionOverview(db, { configuredIntervalSeconds: 3600 });
     const pending = overview.pendingDeletion.layers.map((l) => l.uuid);
     // a1's manifest layer has no head now; its patch is still beneath a2's and a3's.
     expect(pending).toContain(h.manifestLayers[0]!.uuid);
     expect(pending).not.toContain(h.patches[0]!.uuid);
     expect(overview.pendingDeletion.unreachable).toBe(pending.length);
     expect(overview.pendingDeletion.layers[0]!.createdAt).toBeInstanceOf(Date);
+  });
+
+  it("collection schedule: the next run is the next interval slot a real run leaves due", async () => {
+    const db = catalog().db;
+    const now = new Date("2099-03-01T10:20:00Z");
+    const hour = 3600;
+    // Far in the future, so these rows are newer than the runs earlier tests made.
+    // No worker has offered a run yet: this server's setting, the next whole slot.
+    const fresh = await collectionSchedule(db, { now, configuredIntervalSeconds: hour });
+    expect(fresh).toMatchObject({ source: "configuration", intervalSeconds: hour, lastScheduled: null });
+    expect(fresh.nextRunAt).toEqual(new Date("2099-03-01T11:00:00Z"));
+    expect((await collectionSchedule(db, { now, configuredIntervalSeconds: 0 })).nextRunAt).toBeNull();
+
+    // A worker offered a run every 2 hours, and a real run finished at 10:50: the 12:00 slot
+    // would run only 70 minutes later, under 90% of the interval, so it is the 14:00 slot.
+    await db.job.create({
+      data: {
+        kind: "gc",
+        state: "completed",
+        data: { intervalSeconds: 2 * hour },
+        maxAttempts: 3,
+        backoffMs: 1000,
+        backoffMaxMs: 1000,
+        leaseSeconds: 60,
+        runAfter: new Date("2099-03-01T10:00:00Z"),
+        createdAt: new Date("2099-03-01T10:00:00Z"),
+        attempts: 1,
+        startedAt: new Date("2099-03-01T10:00:01Z"),
+        finishedAt: new Date("2099-03-01T10:00:05Z"),
+        claimedBy: "worker-7",
+      },
+    });
+    await db.collectionRun.create({
+      data: {
+        host: "worker:build-7",
+        status: "finished",
+        startedAt: new Date("2099-03-01T10:49:00Z"),
+        finishedAt: new Date("2099-03-01T10:50:00Z"),
+      },
+    });
+    // A dry run does not count.
+    await db.collectionRun.create({
+      data: {
+        host: "dashboard:x",
+        dryRun: true,
+        status: "finished",
+        startedAt: new Date("2099-03-01T11:10:00Z"),
+        finishedAt: new Date("2099-03-01T11:11:00Z"),
+      },
+    });
+    const later = await collectionSchedule(db, {
+      now: new Date("2099-03-01T11:15:00Z"),
+      configuredIntervalSeconds: hour,
+    });
+    expect(later).toMatchObject({ source: "worker", intervalSeconds: 2 * hour, lastScheduled: { worker: "worker-7" } });
+    expect(later.nextRunAt).toEqual(new Date("2099-03-01T14:00:00Z"));
+    const log = await collectionRunLog(db, { limit: 1 });
+    expect(log.runs[0]).toMatchObject({ trigger: "dashboard", dryRun: true, durationMs: 60_000 });
+    const next = await collectionRunLog(db, { limit: 1, cursor: log.nextCursor! });
+    expect(next.runs[0]).toMatchObject({ trigger: "scheduled", startedBy: "worker build-7", dryRun: false });
   });
 });

@@ -71,6 +71,12 @@ import { measure } from "../log/measures.ts";
 
 export const GC_LEASE = "gc";
 
+/**
+ * A scheduled run (the worker's, one per interval slot) skips when the last run finished less
+ * than this share of the interval ago, so a run late in its slot does not skip the next slot.
+ */
+export const SCHEDULED_INTERVAL_SHARE = 0.9;
+
 export interface GcSettings {
   /** Blobs stored or reused more recently than this are never deleted. */
   graceSeconds: number;
@@ -703,9 +709,20 @@ async function runCollection(
   };
 }
 
-/** The most recent collection runs, dry and real, newest first. */
-export async function listCollectionRuns(db: Db, opts: { limit?: number } = {}) {
+/** The most recent collection runs, dry and real, newest first; `before` pages on (startedAt, id). */
+export async function listCollectionRuns(
+  db: Db,
+  opts: { limit?: number; before?: { startedAt: Date; id: string } } = {},
+) {
   const runs = await db.collectionRun.findMany({
+    where: opts.before
+      ? {
+          OR: [
+            { startedAt: { lt: opts.before.startedAt } },
+            { startedAt: opts.before.startedAt, id: { lt: opts.before.id } },
+          ],
+        }
+      : {},
     orderBy: [{ startedAt: "desc" }, { id: "desc" }],
     take: opts.limit ?? 50,
   });

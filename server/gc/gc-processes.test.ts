@@ -6,7 +6,13 @@ import { fileURLToPath } from "node:url";
 import { beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import type { LayerDescriptor } from "../domain/content.ts";
-import { collectGarbage, GC_LEASE, listCollectionRuns, type CollectPhase, type CollectResult } from "./collect-garbage.ts";
+import {
+  collectGarbage,
+  GC_LEASE,
+  listCollectionRuns,
+  type CollectPhase,
+  type CollectResult,
+} from "./collect-garbage.ts";
 import { publishSnapshot } from "../content/layers.ts";
 import { retireSnapshot } from "../lineage/retirement.ts";
 import {

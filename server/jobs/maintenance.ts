@@ -6,7 +6,7 @@ import type { Db } from "../db/client.ts";
 import { dialectOf } from "../db/dialect.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { FINAL_STATES } from "../domain/jobs.ts";
-import { collectGarbage } from "../gc/collect-garbage.ts";
+import { collectGarbage, SCHEDULED_INTERVAL_SHARE } from "../gc/collect-garbage.ts";
 import { sweepSnapshots } from "../lineage/sweeper.ts";
 import { sweepDependencyCaches } from "../caches/sweep-dependency-caches.ts";
 import { DEFAULT_SWEEP_SETTINGS } from "../domain/retention.ts";
@@ -100,7 +100,9 @@ export async function runGcJob(
     host: `worker:${opts.host}`,
     signal: opts.signal,
     // The slot already spaced the runs; the margin keeps a run late in its slot from skipping the next.
-    ...(opts.intervalSeconds !== undefined ? { intervalSeconds: Math.floor(opts.intervalSeconds * 0.9) } : {}),
+    ...(opts.intervalSeconds !== undefined
+      ? { intervalSeconds: Math.floor(opts.intervalSeconds * SCHEDULED_INTERVAL_SHARE) }
+      : {}),
   });
   // A failed run is recorded in collection_runs and resumed by the next one; the job is done.
   return asJson(result);

@@ -47,6 +47,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     "dashboard.liveHolds": (c) => c.dashboard.liveHolds({ status: "all" }),
     "dashboard.audit": (c) => c.dashboard.audit({}),
     "dashboard.collection": (c) => c.dashboard.collection(),
+    "dashboard.collectionRuns": (c) => c.dashboard.collectionRuns({}),
     "dashboard.retirementPreview": (c) => c.dashboard.retirementPreview({ kind: "lineage", id: h.lineageA }),
     "dashboard.retireSnapshot": (c) => c.dashboard.retireSnapshot({ snapshotId: "no-such", reason: "probe only" }),
     "dashboard.retireLineage": (c) => c.dashboard.retireLineage({ lineageId: "no-such", reason: "probe only" }),
@@ -66,6 +67,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     "dashboard.liveHolds": { operator: "ok", support: "ok", admin: "ok" },
     "dashboard.audit": { operator: "ok", support: "ok", admin: "ok" },
     "dashboard.collection": { operator: "ok", support: "ok", admin: "ok" },
+    "dashboard.collectionRuns": { operator: "ok", support: "ok", admin: "ok" },
     "dashboard.retirementPreview": { operator: "ok", support: "FORBIDDEN", admin: "ok" },
     "dashboard.retireSnapshot": { operator: "NOT_FOUND", support: "FORBIDDEN", admin: "NOT_FOUND" },
     "dashboard.retireLineage": { operator: "NOT_FOUND", support: "FORBIDDEN", admin: "NOT_FOUND" },
@@ -114,6 +116,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     ).toBe("FORBIDDEN");
     expect(await outcome(support.dashboard.runCollection())).toBe("FORBIDDEN");
     expect(await outcome(callerAs(users.operator).dashboard.runCollection())).toBe("FORBIDDEN");
+    expect(await outcome(callerAs(users.operator).dashboard.runCollection({ dryRun: true }))).toBe("FORBIDDEN");
     expect((await db.lineage.findUniqueOrThrow({ where: { id: h.lineageB } })).state).toBe("active");
     expect((await db.snapshot.findUniqueOrThrow({ where: { id: h.bFirst } })).state).toBe("ready");
     expect(await db.lineage.count()).toBe(lineages);
@@ -131,8 +134,16 @@ describeEachDatabase("dashboard API roles", (catalog) => {
     });
     expect(discarded).toMatchObject({ alreadyDiscarded: false, releasedPinId: h.degradedPinId });
     expect((await describePin(db, h.degradedPinId, { agentId: h.agent.scope.agentId })).active).toBe(false);
+    const preview = await callerAs(users.admin).dashboard.runCollection({ dryRun: true });
+    expect(preview).toMatchObject({ status: "finished", dryRun: true });
     const run = await callerAs(users.admin).dashboard.runCollection();
-    expect(run.status).toBe("finished");
+    expect(run).toMatchObject({ status: "finished", dryRun: false });
+    // Both in the run log, named by the admin's email; only the real run is audited.
+    const log = await callerAs(users.support).dashboard.collectionRuns({});
+    expect(log.runs.map((r) => [r.dryRun, r.trigger, r.startedBy])).toEqual([
+      [false, "dashboard", users.admin.email],
+      [true, "dashboard", users.admin.email],
+    ]);
     const audit = await callerAs(users.support).dashboard.audit({ actorType: "user" });
     expect(audit.items.map((e) => [e.action, e.actorId])).toEqual([
       ["gc.collect", users.admin.userId],

@@ -7,8 +7,7 @@ import { createCaller } from "./root.ts";
 
 describeEachDatabase("health and dashboard reads", (catalog, kind) => {
   const operator = trustUser("u-1", "ops@example.com", "operator");
-  const caller = () =>
-    createCaller(createContextInner({ db: catalog().db, authorization: null, user: operator }));
+  const caller = () => createCaller(createContextInner({ db: catalog().db, authorization: null, user: operator }));
 
   it("reports the database kind and the latest applied migration", async () => {
     const health = await caller().health();
@@ -27,8 +26,8 @@ describeEachDatabase("health and dashboard reads", (catalog, kind) => {
       expect(await c.browse.restores()).toEqual([]);
       const pins = await c.dashboard.pins({});
       expect(pins.pins).toEqual([]);
-      const gc = await c.dashboard.collection();
-      expect(gc.runs).toEqual([]);
+      const gc = await c.dashboard.collectionRuns({});
+      expect(gc).toEqual({ runs: [], nextCursor: null });
     });
   });
 

@@ -2,7 +2,12 @@ import { z } from "zod";
 import { collectResultSchema, retireSnapshotResultSchema } from "../../domain/content-views.ts";
 import { forkCheckpointResultSchema } from "../../domain/views.ts";
 import { listAuditEvents, listAuditEventsInput } from "../../audit/audit-log.ts";
-import { collectionOverview, runCollectionNow } from "../../gc/collection-overview.ts";
+import {
+  collectionOverview,
+  collectionRunLog,
+  collectionRunsInput,
+  runCollectionNow,
+} from "../../gc/collection-overview.ts";
 import { repositoryGraph, repositoryGraphInput } from "../../dashboard/lineage-graph.ts";
 import { inspectPins, inspectPinsInput } from "../../dashboard/pin-inspection.ts";
 import { previewRetirement, retirementSubjectInput } from "../../dashboard/retirement-preview.ts";
@@ -46,7 +51,13 @@ export const dashboardRouter = router({
     .output(liveHoldListSchema)
     .query(({ ctx, input }) => listLiveHolds(ctx.db, input)),
   audit: staff.input(listAuditEventsInput.prefault({})).query(({ ctx, input }) => listAuditEvents(ctx.db, input)),
-  collection: staff.query(({ ctx }) => collectionOverview(ctx.db)),
+  // The worker's schedule as this server is configured, until a worker has offered a run.
+  collection: staff.query(({ ctx }) =>
+    collectionOverview(ctx.db, { configuredIntervalSeconds: loadConfig().gcIntervalSeconds }),
+  ),
+  collectionRuns: staff
+    .input(collectionRunsInput.prefault({}))
+    .query(({ ctx, input }) => collectionRunLog(ctx.db, input)),
 
   retirementPreview: retirer.input(retirementSubjectInput).query(({ ctx, input }) => previewRetirement(ctx.db, input)),
   retireSnapshot: retirer
@@ -61,5 +72,8 @@ export const dashboardRouter = router({
     .input(forkCheckpointInput)
     .output(forkCheckpointResultSchema)
     .mutation(({ ctx, input }) => forkCheckpoint(ctx.db, { ...input, actor: { kind: "user", user: ctx.user } })),
-  runCollection: admin.output(collectResultSchema).mutation(({ ctx }) => runCollectionNow(ctx.db, { user: ctx.user })),
+  runCollection: admin
+    .input(z.strictObject({ dryRun: z.boolean().default(false) }).prefault({}))
+    .output(collectResultSchema)
+    .mutation(({ ctx, input }) => runCollectionNow(ctx.db, { user: ctx.user, dryRun: input.dryRun })),
 });

@@ -17,6 +17,8 @@ export const gcRouter = router({
       z
         .strictObject({
           force: z.boolean().default(true),
+          /** Only say what the run would delete and free (recorded as a dry run, nothing changed). */
+          dryRun: z.boolean().default(false),
           graceSeconds: z
             .number()
             .int()
@@ -24,12 +26,13 @@ export const gcRouter = router({
             .max(30 * 24 * 3600)
             .optional(),
         })
-        .default({ force: true }),
+        .default({ force: true, dryRun: false }),
     )
     .output(collectResultSchema)
     .mutation(({ ctx, input }) =>
       collectAndAudit(ctx.db, {
         force: input.force,
+        dryRun: input.dryRun,
         graceSeconds: input.graceSeconds,
         host: `admin:${ctx.user.userId}`,
         actor: { type: "user", id: ctx.user.userId },
