@@ -19,6 +19,7 @@ const MODULES = {
   worker: async () => (await import("./worker.ts")).registerWorker,
   restore: async () => (await import("./restore.ts")).registerRestore,
   verify: async () => (await import("./verify.ts")).registerVerify,
+  diff: async () => (await import("./diff.ts")).registerDiff,
   resume: async () => (await import("./resume.ts")).registerResume,
   hold: async () => (await import("./hold.ts")).registerHold,
   pool: async () => (await import("./pool.ts")).registerPool,
@@ -96,6 +97,11 @@ export const COMMANDS: Readonly<Record<string, TopCommand>> = {
     module: "verify",
     term: "verify [options] <dir>",
     description: "check that a checkout is exactly what a snapshot recorded: its HEAD and every file of its tree",
+  },
+  diff: {
+    module: "diff",
+    term: "diff [options] <from> <to>",
+    description: "compare two snapshots of one repository: the files that differ and a unified diff of their content",
   },
   resume: {
     module: "resume",

@@ -118,3 +118,23 @@ export const snapshotDiffSchema = z.object({
 });
 export type SnapshotDiff = z.infer<typeof snapshotDiffSchema>;
 export type DiffSide = z.infer<typeof diffSideSchema>;
+
+function sizeText(bytes: number | null): string {
+  if (bytes === null) return "size not held";
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ["KiB", "MiB", "GiB"];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** How a binary file's change reads: "binary, 12.3 KiB -> 12.9 KiB" (a missing side is left out). */
+export function binaryChangeText(file: Pick<FileDiff, "change" | "oldSize" | "newSize">): string {
+  if (file.change === "added") return `binary, ${sizeText(file.newSize)}`;
+  if (file.change === "deleted") return `binary, ${sizeText(file.oldSize)}`;
+  return `binary, ${sizeText(file.oldSize)} -> ${sizeText(file.newSize)}`;
+}
