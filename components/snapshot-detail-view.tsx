@@ -518,6 +518,8 @@ function ManifestSection({ s }: { s: Detail }) {
               {full.bundle.commits.length} commit{full.bundle.commits.length === 1 ? "" : "s"} (
               {formatBytes(full.bundle.size)}), newest <ShortId id={full.bundle.commits[0]} />
             </p>
+          ) : full.bundleLeftOut.length > 0 ? (
+            <BundleLeftOut head={full.head} entries={full.bundleLeftOut} />
           ) : (
             <p>None: every commit was pushed.</p>
           )}
@@ -550,6 +552,57 @@ function ManifestSection({ s }: { s: Detail }) {
         </>
       ) : null}
     </Section>
+  );
+}
+
+const BUNDLE_REASONS: Record<string, string> = {
+  "unpushed-denied": "an unpushed commit touches a path on the secret deny-list",
+  "bundle-too-large": "the unpushed history is larger than the snapshot size limit",
+};
+
+/**
+ * The bundle capture left out, and why. The bundle carries every unpushed commit up to HEAD, so
+ * all of them are missing from a restore; each entry names the commits that caused it.
+ */
+function BundleLeftOut({
+  head,
+  entries,
+}: {
+  head: string | null;
+  entries: { path: string; reason: string; detail?: string; commits?: string[] }[];
+}) {
+  return (
+    <div data-testid="bundle-left-out">
+      <p>
+        <b>Left out:</b> the bundle of unpushed commits (every commit up to HEAD <ShortId id={head} /> that no remote
+        has), so a restore of this snapshot lacks them until they are pushed.
+      </p>
+      <ul>
+        {entries.map((e) => (
+          <li key={`${e.reason}-${e.path}`}>
+            Because {BUNDLE_REASONS[e.reason] ?? e.reason}
+            {e.reason === "bundle-too-large" ? null : (
+              <>
+                : <span className="mono">{e.path}</span>
+              </>
+            )}
+            {e.detail ? <span className="muted"> ({e.detail})</span> : null}
+            {e.commits && e.commits.length > 0 ? (
+              <>
+                {e.reason === "bundle-too-large" ? `; ${e.commits.length} commits: ` : ", in commit "}
+                {e.commits.map((c, k) => (
+                  <span key={c}>
+                    {k > 0 ? ", " : ""}
+                    <ShortId id={c} />
+                  </span>
+                ))}
+              </>
+            ) : null}
+            .
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

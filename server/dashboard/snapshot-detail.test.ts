@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import type { LayerDescriptor } from "../domain/content.ts";
 import { isStrataError } from "../domain/errors.ts";
@@ -10,6 +10,11 @@ import { acquireFor, lineageKeyOf, manifestOf, oid } from "../testing/lineage.ts
 import { appendCheckpoint } from "../lineage/checkpoints.ts";
 import { forkCheckpoint } from "../lineage/fork-checkpoint.ts";
 import { reportRestore } from "../restore/report-restore.ts";
+import { captureAndPublish, localCatalog } from "../capture/capture-publish.ts";
+import { makeAgent, uniqueName } from "../testing/lineage.ts";
+import { addOrigin, commitAll, initRepository, removeTemporaryDirectories, write } from "../testing/repos.ts";
+
+afterAll(removeTemporaryDirectories);
 
 describeEachDatabase("snapshot detail", (catalog) => {
   it("shows a checkpoint's key, history, manifest, heads with the forest beneath, pins and restores", async () => {
@@ -119,5 +124,45 @@ describeEachDatabase("snapshot detail", (catalog) => {
     await expect(snapshotDetail(catalog().db, { snapshotId: "nope" })).rejects.toSatisfy((e) =>
       isStrataError(e, "NOT_FOUND"),
     );
+  });
+
+  it("says which unpushed commits a checkpoint's bundle left out and why, and 'every commit was pushed' only when so", async () => {
+    const db = catalog().db;
+    const { scope } = await makeAgent(db);
+    const port = localCatalog(db, scope);
+    const target = () => ({
+      kind: "checkpoint" as const,
+      key: {
+        repository: { identity: `example.invalid/${uniqueName("bundle")}` },
+        backendKind: "local",
+        baseImage: "test-image",
+        workContextId: uniqueName("wc"),
+      },
+    });
+    // An unpushed commit touches .env.local (on the deny-list), another one does not.
+    const root = initRepository({ "app.ts": "export {};\n" });
+    addOrigin(root);
+    write(root, ".env.local", "TOKEN=FAKE-NOT-A-SECRET\n");
+    const touching = commitAll(root, "local settings by mistake");
+    write(root, "app.ts", "export const ok = true;\n");
+    const harmless = commitAll(root, "harmless");
+    const captured = await captureAndPublish(port, { dir: root, target: target() });
+    expect(captured.outcome).toBe("appended");
+
+    const detail = await snapshotDetail(db, { snapshotId: captured.snapshotId });
+    expect(detail.manifest.full?.bundle).toBeNull();
+    expect(detail.manifest.full?.bundleLeftOut).toEqual([
+      expect.objectContaining({ reason: "unpushed-denied", path: ".env.local", commits: [touching] }),
+    ]);
+    expect(detail.manifest.full?.bundleLeftOut[0]?.detail).toMatch(/left out until they are pushed/);
+    expect(harmless).not.toBe(touching);
+
+    // Every commit pushed: no bundle, and nothing left out.
+    const pushed = initRepository({ "app.ts": "export {};\n" });
+    addOrigin(pushed);
+    write(pushed, "app.ts", "export const dirty = true;\n");
+    const clean = await captureAndPublish(port, { dir: pushed, target: target() });
+    const cleanDetail = await snapshotDetail(db, { snapshotId: clean.snapshotId });
+    expect(cleanDetail.manifest.full).toMatchObject({ bundle: null, bundleLeftOut: [] });
   });
 });

@@ -7,7 +7,7 @@ import type { Db } from "../db/client.ts";
 import { catalogContentStore } from "../backends/content-store.ts";
 import { backendFor } from "../backends/registry.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
-import { captureManifestSchema, type CaptureManifest } from "../domain/capture-manifest.ts";
+import { BUNDLE_OMISSIONS, captureManifestSchema, type CaptureManifest } from "../domain/capture-manifest.ts";
 import { isBlobDigest } from "../domain/content.ts";
 import { isStrataError, StrataError } from "../domain/errors.ts";
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
@@ -156,7 +156,18 @@ export interface ManifestView {
   branch: string | null;
   head: string | null;
   tree: string | null;
-  full: (Omit<CaptureManifest, "omitted"> & { omitted: CaptureManifest["omitted"]; omittedTotal: number }) | null;
+  full:
+    | (Omit<CaptureManifest, "omitted"> & {
+        omitted: CaptureManifest["omitted"];
+        omittedTotal: number;
+        /**
+         * Why the bundle of unpushed commits is absent, when capture left it out (an unpushed
+         * commit touches a denied path, or the history is too large): the commits and the reason.
+         * Empty when there is a bundle, or every commit was pushed. Never cut, unlike `omitted`.
+         */
+        bundleLeftOut: CaptureManifest["omitted"];
+      })
+    | null;
 }
 
 /**
@@ -193,7 +204,12 @@ async function manifestOf(
       branch: manifest.branch,
       head: manifest.head,
       tree: manifest.tree,
-      full: { ...manifest, omitted: manifest.omitted.slice(0, OMITTED_SHOWN), omittedTotal: manifest.omitted.length },
+      full: {
+        ...manifest,
+        omitted: manifest.omitted.slice(0, OMITTED_SHOWN),
+        omittedTotal: manifest.omitted.length,
+        bundleLeftOut: manifest.omitted.filter((o) => BUNDLE_OMISSIONS.has(o.reason)),
+      },
     };
   }
   return { digest: null, source: "columns", branch: row.branch, head: row.headCommit, tree: row.treeId, full: null };
