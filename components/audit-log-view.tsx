@@ -2,6 +2,7 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
+import { PageSizePicker, usePageSize } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { LoadMore, QueryView, ShortId, When } from "./query-view.tsx";
 
@@ -37,12 +38,11 @@ function Subject({ type, id, context }: { type: string; id: string; context: Con
   );
 }
 
-/** The details worth a person's eye: a note, the snapshots a retirement took, a released pin. */
+/** The details worth a person's eye: the snapshots a retirement took, a released pin (the note is the why). */
 function detailText(details: unknown): string | null {
   if (!details || typeof details !== "object") return null;
   const d = details as Record<string, unknown>;
   const parts: string[] = [];
-  if (typeof d.note === "string") parts.push(`“${d.note}”`);
   if (Array.isArray(d.retiredSnapshotIds)) parts.push(`${d.retiredSnapshotIds.length} snapshot(s) retired`);
   if (typeof d.releasedPinId === "string") parts.push("pin released");
   if (typeof d.activePins === "number" && d.activePins > 0) parts.push(`${d.activePins} active pin(s) keep it`);
@@ -55,9 +55,10 @@ export function AuditLogView() {
   const trpc = useTRPC();
   const [action, setAction] = useState("");
   const [actorType, setActorType] = useState<"" | "user" | "agent" | "system">("");
+  const size = usePageSize(50);
   const query = useInfiniteQuery(
     trpc.dashboard.audit.infiniteQueryOptions(
-      { limit: 50, action: action || undefined, actorType: actorType || undefined },
+      { limit: size, action: action || undefined, actorType: actorType || undefined },
       { getNextPageParam: (page) => page.nextCursor ?? undefined },
     ),
   );
@@ -120,17 +121,21 @@ export function AuditLogView() {
                       <When at={e.at} />
                     </td>
                     <td>{e.actor}</td>
-                    <td className="mono">{e.action}</td>
+                    <td>
+                      <span className="mono">{e.action}</span>
+                      {e.kind ? <div className="muted">{e.kind}</div> : null}
+                    </td>
                     <td>
                       <Subject type={e.subjectType} id={e.subjectId} context={e.context} />
                     </td>
-                    <td>{e.reason ?? "—"}</td>
+                    <td data-testid="audit-why">{e.why ?? "—"}</td>
                     <td>{detailText(e.details) ?? "—"}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
             <LoadMore query={query} />
+            <PageSizePicker size={size} shown={items.length} />
           </div>
         )}
       </QueryView>

@@ -59,6 +59,7 @@ export function LiveHoldsView() {
               <thead>
                 <tr>
                   <th>Work context</th>
+                  <th>Agent</th>
                   <th>Keeps</th>
                   <th>Repository</th>
                   <th>Host and workspace</th>
@@ -72,9 +73,10 @@ export function LiveHoldsView() {
               <tbody>
                 {holds.map((h) => (
                   <tr key={h.id}>
-                    <td className="mono" title={`hold ${h.id}, agent ${h.agentName}`}>
+                    <td className="mono" title={`hold ${h.id}`}>
                       {h.workContextId}
                     </td>
+                    <td>{h.agentName}</td>
                     <td>
                       <Link href={`/snapshots/${h.snapshotId}`}>
                         checkpoint <ShortId id={h.snapshotId} />

@@ -2,7 +2,7 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { PinHoldCells } from "./pin-cells.tsx";
+import { PinHoldCells, PinId } from "./pin-cells.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { LoadMore, QueryView, ShortId, StateBadge, formatBytes } from "./query-view.tsx";
 
@@ -98,8 +98,8 @@ export function PinsView() {
               <tbody>
                 {rows.map((p) => (
                   <tr key={`${p.agentId}/${p.pinId}`} className={p.keepsRetired ? "highlight" : undefined}>
-                    <td className="mono" title={p.pinId}>
-                      {p.pinId.length > 28 ? `${p.pinId.slice(0, 28)}…` : p.pinId}
+                    <td>
+                      <PinId id={p.pinId} />
                     </td>
                     <td>
                       <StateBadge state={p.status} />

@@ -5,7 +5,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Dialog } from "./dialog.tsx";
-import { PinHoldCells } from "./pin-cells.tsx";
+import { PinHoldCells, PinId } from "./pin-cells.tsx";
 import { ShortId, StateBadge, formatBytes } from "./query-view.tsx";
 import { useTRPC } from "./trpc.tsx";
 
@@ -99,7 +99,7 @@ export function RetireDialog({
                 {p.protectedByPins.map((pin) => (
                   <tr key={`${pin.agentId}/${pin.pinId}`}>
                     <td>
-                      <ShortId id={pin.pinId} />
+                      <PinId id={pin.pinId} />
                     </td>
                     <PinHoldCells pin={pin} released={false} />
                   </tr>

@@ -1,5 +1,6 @@
 // The audit log as people read it: who (a user's email, an agent's name, or the system), what
-// (the action and its subject), when, and why; newest first, with a stable cursor.
+// (the action and its subject), when, and why (a person's own words where they gave some);
+// newest first, with a stable cursor.
 import { z } from "zod";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
@@ -16,6 +17,33 @@ export const listAuditEventsInput = z.strictObject({
   subjectId: z.string().trim().min(1).max(200).optional(),
 });
 export type ListAuditEventsInput = z.input<typeof listAuditEventsInput>;
+
+/** Retirement kinds as a sentence, for an event that recorded no words of its own. */
+const RETIREMENT_KINDS: Record<string, string> = {
+  completed: "the work completed",
+  declined: "the work was declined",
+  stale: "stale: no checkpoint for the retention period",
+  operator: "retired by an operator",
+};
+
+/**
+ * Why, in the words that belong in the "why" column. A lineage retirement records its kind
+ * (completed, declined, stale, operator) as the reason and the person's words as the note: the
+ * note is the why, the kind says which sort of retirement it was.
+ */
+function whyOf(e: { action: string; reason: string | null; details: Prisma.JsonValue }): {
+  why: string | null;
+  kind: string | null;
+} {
+  const note =
+    e.details && typeof e.details === "object" && !Array.isArray(e.details) && typeof e.details.note === "string"
+      ? e.details.note
+      : null;
+  if (e.action === "lineage.retire") {
+    return { why: note ?? (e.reason ? (RETIREMENT_KINDS[e.reason] ?? e.reason) : null), kind: e.reason };
+  }
+  return { why: e.reason ?? note, kind: null };
+}
 
 export async function listAuditEvents(db: Db, input: ListAuditEventsInput = {}) {
   const opts = listAuditEventsInput.parse(input);
@@ -73,7 +101,7 @@ export async function listAuditEvents(db: Db, input: ListAuditEventsInput = {}) 
           : e.actorType === "system"
             ? `system${e.actorId ? ` (${e.actorId})` : ""}`
             : `${e.actorType} ${e.actorId ?? ""}`.trim();
-      return { ...e, actor, context: context.get(e.subjectId) ?? null };
+      return { ...e, actor, ...whyOf(e), context: context.get(e.subjectId) ?? null };
     }),
     nextCursor: rows.length > opts.limit && last ? encodeCursor(last.at, last.id) : null,
     actions: actions.map((a) => a.action),

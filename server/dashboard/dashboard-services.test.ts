@@ -34,8 +34,18 @@ describeEachDatabase("dashboard services", (catalog) => {
 
     const all = await inspectPins(db, { snapshotId: h.bFirst });
     expect(all.pins).toEqual([
-      expect.objectContaining({ pinId: `hold:${h.bFirst}`, status: "active", keepsRetired: true }),
+      expect.objectContaining({
+        pinId: `hold:${h.bFirst}`,
+        status: "active",
+        keepsRetired: true,
+        // A person's words name no agent or user: shown as they are.
+        holderName: "support",
+      }),
     ]);
+    // Pins an agent took (its restores) name the agent.
+    const restorePins = (await inspectPins(db, { status: "all" })).pins.filter((p) => p.pinId.startsWith("restore:"));
+    expect(restorePins.length).toBeGreaterThan(0);
+    expect(new Set(restorePins.map((p) => p.holderName))).toEqual(new Set([`agent ${h.agent.name}`]));
     const keeping = await inspectPins(db, { keepingRetired: true });
     expect(keeping.pins.map((p) => p.pinId)).toContain(`hold:${h.bFirst}`);
     expect(keeping.pins.every((p) => p.keepsRetired)).toBe(true);
@@ -105,6 +115,11 @@ describeEachDatabase("dashboard services", (catalog) => {
     expect(preview.untouched.map((s) => s.id)).toEqual([h.a[0], h.a[1]]);
     // The degraded resume's pin keeps a3 for 30 days.
     expect(preview.protectedByPins).toEqual([expect.objectContaining({ pinId: h.degradedPinId, snapshotId: h.a[2] })]);
+    // Held by the agent that restored: named, not `agent:<id>`.
+    expect(preview.protectedByPins[0]).toMatchObject({
+      holder: `agent:${h.agent.scope.agentId}`,
+      holderName: `agent ${h.agent.name}`,
+    });
     expect(preview.releasedAtNextCollection).toBe(0);
     expect(preview.reclaim).toMatchObject({ layers: 0 });
     expect(preview.notes.join(" ")).toMatch(/2 earlier checkpoints are already superseded/);
@@ -168,6 +183,11 @@ describeEachDatabase("dashboard services", (catalog) => {
       ["lineage.retire", h.lineageB, "operator"],
     ]);
     expect(mine[1]!.details).toMatchObject({ note: "task abandoned", retiredSnapshotIds: [h.bFirst] });
+    // The person's words are the why; "operator" is the kind of retirement, not the reason.
+    expect(mine.map((e) => [e.action, e.why, e.kind])).toEqual([
+      ["snapshot.retire", "leaked a token", null],
+      ["lineage.retire", "task abandoned", "operator"],
+    ]);
     expect(mine[0]!.actor).toBe(`${operator.email} (operator)`);
     expect(log.actions).toEqual(expect.arrayContaining(["lineage.retire", "snapshot.retire"]));
 

@@ -8,6 +8,7 @@ import { dbNow } from "../db/sql.ts";
 import { decodeCursor, encodeCursor } from "../domain/paging.ts";
 import { HEAD_RELEASE_STATES } from "../lineage/retirement.ts";
 import { pageDirectionSchema } from "../domain/paging.ts";
+import { withHolderNames } from "../audit/holder-names.ts";
 
 export const inspectPinsInput = z.strictObject({
   /** active: protecting now; closed: released or expired. */
@@ -86,7 +87,7 @@ export async function inspectPins(db: Db, input: InspectPinsInput = {}) {
     : [null, null];
   return {
     now,
-    pins: pins.map((p) => {
+    pins: (await withHolderNames(db, pins)).map((p) => {
       const active = !p.released && (p.expiresAt === null || p.expiresAt > now);
       const snapshot = byId.get(p.snapshotId) ?? null;
       return {

@@ -9,6 +9,7 @@ import { StrataError } from "../domain/errors.ts";
 import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { dbNow } from "../db/sql.ts";
 import { HEAD_RELEASE_STATES } from "../lineage/retirement.ts";
+import { withHolderNames } from "../audit/holder-names.ts";
 
 export const retirementSubjectInput = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("snapshot"), id: entityIdSchema }),
@@ -223,7 +224,7 @@ export async function previewRetirement(db: Db, input: RetirementSubjectInput) {
     alreadyRetired,
     retires: retires.map(briefView),
     untouched: untouched.map(briefView),
-    protectedByPins: pins,
+    protectedByPins: await withHolderNames(db, pins),
     /** Snapshots whose heads the next collection releases (no active pin). */
     releasedAtNextCollection: released.length,
     reclaim,

@@ -14,6 +14,7 @@ import { entityIdSchema } from "../domain/snapshot-keys.ts";
 import { readBlob, statBlob } from "../content/blobs.ts";
 import { dbNow } from "../db/sql.ts";
 import { isPinActive } from "../content/pins.ts";
+import { withHolderNames } from "../audit/holder-names.ts";
 
 export const snapshotDetailInput = z.strictObject({ snapshotId: entityIdSchema });
 export type SnapshotDetailInput = z.input<typeof snapshotDetailInput>;
@@ -398,7 +399,7 @@ export async function snapshotDetail(db: Db, input: SnapshotDetailInput) {
     heads: forest.layers.filter((l) => l.isHead).map((l) => l.uuid),
     forest: forest.layers,
     forestTruncated: forest.truncated,
-    pins: pins.map((p) => ({ ...p, active: isPinActive(p, now) })),
+    pins: (await withHolderNames(db, pins)).map((p) => ({ ...p, active: isPinActive(p, now) })),
     restores,
     audit,
   };
