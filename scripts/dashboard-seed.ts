@@ -24,6 +24,7 @@ import { releaseRetiredHeads, retireSnapshot } from "../server/lineage/retiremen
 import { acquireWorkspace } from "../server/acquire/acquire-workspace.ts";
 import { holdWorkspace } from "../server/lineage/hold-workspace.ts";
 import { reportRestore } from "../server/restore/report-restore.ts";
+import { seedDiffHistory } from "./diff-seed.ts";
 // Seed data is made the way the tests make theirs.
 import { sha256, storeBytes as store } from "../server/testing/content.ts";
 import { cleanEvidence, oid } from "../server/testing/lineage.ts";
@@ -394,6 +395,14 @@ export async function seedExampleHistory(db: Db, opts: { now?: Date } = {}) {
     }
     await releaseRetiredHeads(db, { snapshotIds: [lint.ids[0]!] });
   }
+  // Checkpoints with real change sets, for the snapshot diff.
+  await seedDiffHistory(db, {
+    agent: runner.scope,
+    repository: web,
+    backendKind: BACKEND,
+    baseImage: IMAGE,
+    at: (d) => at(ctx, d),
+  });
   return {
     repositories: [web, pay],
     degradedRestoreIds: [degraded.restoreId, ledgerResume.restoreId],
