@@ -169,6 +169,14 @@ export function SnapshotDetailView({ snapshotId }: { snapshotId: string }) {
                     <Fact label="Sequence">{s.sequence}</Fact>
                     <Fact label="Predecessor">
                       <NeighbourLink s={s.predecessor} />
+                      {s.predecessor || s.lineage?.originSnapshotId ? (
+                        <>
+                          {" · "}
+                          <Link href={`/diff?from=${s.predecessor?.id ?? s.lineage?.originSnapshotId}&to=${s.id}`}>
+                            Compare with predecessor
+                          </Link>
+                        </>
+                      ) : null}
                     </Fact>
                     <Fact label="Successors">
                       {s.successors.length === 0
