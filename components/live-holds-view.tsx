@@ -1,9 +1,10 @@
 "use client";
-import { useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
+import { PageSizePicker, usePageSize } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { LoadMore, QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 
 /**
  * Live holds: paused work contexts that keep their live workspace, where and until when. Each
@@ -12,7 +13,15 @@ import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 export function LiveHoldsView() {
   const trpc = useTRPC();
   const [status, setStatus] = useState<"active" | "all">("active");
-  const query = useQuery(trpc.dashboard.liveHolds.queryOptions({ status, limit: 100 }));
+  const size = usePageSize(100);
+  const query = useInfiniteQuery(
+    trpc.dashboard.liveHolds.infiniteQueryOptions(
+      { status, limit: size },
+      { getNextPageParam: (page) => page.nextCursor ?? undefined },
+    ),
+  );
+  const first = query.data?.pages[0];
+  const rows = query.data?.pages.flatMap((p) => p.holds);
   return (
     <>
       <form className="filters" aria-label="Live hold filters" onSubmit={(e) => e.preventDefault()}>
@@ -32,16 +41,16 @@ export function LiveHoldsView() {
           ))}
         </fieldset>
       </form>
-      {query.data ? (
+      {first ? (
         <div className="stats">
           <div className="panel stat">
-            <b>{query.data.activeCount}</b>
+            <b>{first.activeCount}</b>
             <span>active live holds (their checkpoints kept from GC)</span>
           </div>
         </div>
       ) : null}
       <QueryView
-        query={{ data: query.data?.holds, isPending: query.isPending, error: query.error }}
+        query={{ data: rows, isPending: query.isPending, error: query.error }}
         isEmpty={(holds) => holds.length === 0}
         empty={{
           title: "No live holds",
@@ -114,6 +123,8 @@ export function LiveHoldsView() {
                 ))}
               </tbody>
             </table>
+            <LoadMore query={query} />
+            <PageSizePicker size={size} shown={holds.length} />
           </div>
         )}
       </QueryView>

@@ -3,6 +3,7 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { PinHoldCells, PinId } from "./pin-cells.tsx";
+import { PageSizePicker, usePageSize } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { LoadMore, QueryView, ShortId, StateBadge, formatBytes } from "./query-view.tsx";
 
@@ -12,9 +13,10 @@ export function PinsView() {
   const trpc = useTRPC();
   const [status, setStatus] = useState<Status>("active");
   const [keepingRetired, setKeepingRetired] = useState(false);
+  const size = usePageSize(100);
   const query = useInfiniteQuery(
     trpc.dashboard.pins.infiniteQueryOptions(
-      { status, keepingRetired, limit: 100 },
+      { status, keepingRetired, limit: size },
       { getNextPageParam: (page) => page.nextCursor ?? undefined },
     ),
   );
@@ -128,6 +130,7 @@ export function PinsView() {
               </tbody>
             </table>
             <LoadMore query={query} />
+            <PageSizePicker size={size} shown={rows.length} />
           </div>
         )}
       </QueryView>

@@ -1,15 +1,23 @@
 "use client";
-import { useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import { PageSizePicker, usePageSize } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { LoadMore, QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 
 export function RestoresView() {
   const trpc = useTRPC();
-  const query = useQuery(trpc.browse.restores.queryOptions());
+  const size = usePageSize(100);
+  const query = useInfiniteQuery(
+    trpc.browse.restores.infiniteQueryOptions(
+      { limit: size },
+      { getNextPageParam: (page) => page.nextCursor ?? undefined },
+    ),
+  );
+  const rows = query.data?.pages.flatMap((p) => p.items);
   return (
     <QueryView
-      query={query}
+      query={{ data: rows, isPending: query.isPending, error: query.error }}
       isEmpty={(rows) => rows.length === 0}
       empty={{
         title: "No restores yet",
@@ -68,6 +76,8 @@ export function RestoresView() {
               ))}
             </tbody>
           </table>
+          <LoadMore query={query} />
+          <PageSizePicker size={size} shown={rows.length} />
         </div>
       )}
     </QueryView>

@@ -2,15 +2,17 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
+import { PageSizePicker, usePageSize } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { LoadMore, QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
 
 export function SnapshotsView() {
   const trpc = useTRPC();
   const [includeRetired, setIncludeRetired] = useState(false);
+  const size = usePageSize(50);
   const query = useInfiniteQuery(
     trpc.browse.snapshots.infiniteQueryOptions(
-      { includeRetired, limit: 50 },
+      { includeRetired, limit: size },
       { getNextPageParam: (page) => page.nextCursor ?? undefined },
     ),
   );
@@ -79,6 +81,7 @@ export function SnapshotsView() {
               </tbody>
             </table>
             <LoadMore query={query} />
+            <PageSizePicker size={size} shown={items.length} />
           </div>
         )}
       </QueryView>

@@ -1,5 +1,7 @@
 // Read models for the dashboard pages. Agents never reach these: they have their own scoped API.
+import { z } from "zod";
 import type { Db } from "../db/client.ts";
+import { decodeCursor, encodeCursor, pageDirectionSchema } from "../domain/paging.ts";
 
 export async function listRepositories(db: Db) {
   const repositories = await db.repository.findMany({
@@ -24,10 +26,24 @@ export async function listRepositories(db: Db) {
   }));
 }
 
-export async function listRestores(db: Db, opts: { limit?: number } = {}) {
-  return db.restore.findMany({
-    orderBy: { createdAt: "desc" },
-    take: opts.limit ?? 200,
+export const listRestoresInput = z.strictObject({
+  /** The nextCursor of the previous page (newest first). */
+  cursor: z.string().max(400).optional(),
+  direction: pageDirectionSchema,
+  limit: z.number().int().min(1).max(500).default(100),
+});
+export type ListRestoresInput = z.input<typeof listRestoresInput>;
+
+/** Restores newest first, a page at a time (ties on the time broken by id). */
+export async function listRestores(db: Db, input: ListRestoresInput = {}) {
+  const opts = listRestoresInput.parse(input);
+  const after = opts.cursor ? decodeCursor(opts.cursor) : null;
+  const rows = await db.restore.findMany({
+    where: after
+      ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] }
+      : {},
+    orderBy: [{ createdAt: "desc" }, { id: "asc" }],
+    take: opts.limit + 1,
     select: {
       id: true,
       rung: true,
@@ -43,4 +59,7 @@ export async function listRestores(db: Db, opts: { limit?: number } = {}) {
       agent: { select: { name: true } },
     },
   });
+  const items = rows.slice(0, opts.limit);
+  const last = items.at(-1);
+  return { items, nextCursor: rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.id) : null };
 }

@@ -1,4 +1,5 @@
 // The dashboard's pins, retirement, audit-log and collection services on a small history.
+import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError } from "../domain/errors.ts";
@@ -10,6 +11,7 @@ import {
   runCollectionNow,
 } from "../gc/collection-overview.ts";
 import { inspectPins } from "./pin-inspection.ts";
+import { listRestores } from "./browse.ts";
 import { pinSnapshot } from "../content/pins.ts";
 import { previewRetirement } from "./retirement-preview.ts";
 import { retireLineageByUser } from "../lineage/retire-lineage-by-user.ts";
@@ -312,5 +314,53 @@ describeEachDatabase("dashboard services", (catalog) => {
     expect(log.runs[0]).toMatchObject({ trigger: "dashboard", dryRun: true, durationMs: 60_000 });
     const next = await collectionRunLog(db, { limit: 1, cursor: log.nextCursor! });
     expect(next.runs[0]).toMatchObject({ trigger: "scheduled", startedBy: "worker build-7", dryRun: false });
+  });
+
+  it("pages restores past 200, newest first, every restore once, ties on the same instant included", async () => {
+    const db = catalog().db;
+    const agent = await db.agent.create({ data: { name: `pager-${randomUUID()}` } });
+    const repository = await db.repository.create({
+      data: { identity: `example.com/restores-${randomUUID()}`, name: "restores" },
+    });
+    // 230 cold restores, three at each instant; far in the future, so newer than other tests' rows.
+    const base = Date.parse("2098-01-01T00:00:00Z");
+    await db.restore.createMany({
+      data: Array.from({ length: 230 }, (_, i) => ({
+        agentId: agent.id,
+        repositoryId: repository.id,
+        backendKind: "local",
+        baseImage: "img",
+        canonicalRef: "refs/heads/main",
+        workspace: `/home/dev/w${i}`,
+        host: "host-a",
+        rung: "cold",
+        createdAt: new Date(base + Math.floor(i / 3) * 1000),
+      })),
+    });
+    const total = await db.restore.count();
+    const seen: string[] = [];
+    const times: number[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await listRestores(db, { limit: 100, ...(cursor ? { cursor } : {}) });
+      expect(page.items.length).toBeLessThanOrEqual(100);
+      seen.push(...page.items.map((r) => r.id));
+      times.push(...page.items.map((r) => r.createdAt.getTime()));
+      cursor = page.nextCursor ?? undefined;
+      pages += 1;
+    } while (cursor);
+    expect(seen).toHaveLength(total);
+    expect(new Set(seen).size).toBe(total);
+    expect(pages).toBe(Math.ceil(total / 100));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    // The first 230 are these (the newest).
+    const mine = new Set(
+      (await db.restore.findMany({ where: { agentId: agent.id }, select: { id: true } })).map((r) => r.id),
+    );
+    expect(new Set(seen.slice(0, 230))).toEqual(mine);
+    await expect(listRestores(db, { cursor: "not-a-cursor" })).rejects.toSatisfy((e) =>
+      isStrataError(e, "INVALID_INPUT"),
+    );
   });
 });

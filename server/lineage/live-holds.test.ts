@@ -108,6 +108,18 @@ describeEachDatabase("live holds", (catalog) => {
       agentName: agent.name,
       snapshotState: "ready",
     });
+    // A page at a time, newest first: every hold once.
+    const ids: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listLiveHolds(catalog().db, { status: "all", limit: 1, ...(cursor ? { cursor } : {}) });
+      expect(page.holds.length).toBeLessThanOrEqual(1);
+      ids.push(...page.holds.map((h) => h.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(expect.arrayContaining([fly.id, local.id]));
+    expect(ids).toHaveLength(await catalog().db.liveHold.count());
   });
 
   it("answers the same hold when asked again, replaces it with a new one, and releases idempotently", async () => {

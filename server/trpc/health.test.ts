@@ -23,7 +23,7 @@ describeEachDatabase("health and dashboard reads", (catalog, kind) => {
       const c = caller();
       expect(await c.browse.repositories()).toEqual([]);
       expect(await c.browse.snapshots({})).toEqual({ items: [], nextCursor: null });
-      expect(await c.browse.restores()).toEqual([]);
+      expect(await c.browse.restores()).toEqual({ items: [], nextCursor: null });
       const pins = await c.dashboard.pins({});
       expect(pins.pins).toEqual([]);
       const gc = await c.dashboard.collectionRuns({});

@@ -1,4 +1,4 @@
-import { listRepositories, listRestores } from "../../dashboard/browse.ts";
+import { listRepositories, listRestores, listRestoresInput } from "../../dashboard/browse.ts";
 import { listSnapshots, snapshotListInput } from "../../lineage/snapshot-list.ts";
 import { router, staffProcedure as staff } from "../init.ts";
 
@@ -6,5 +6,5 @@ import { router, staffProcedure as staff } from "../init.ts";
 export const browseRouter = router({
   repositories: staff.query(({ ctx }) => listRepositories(ctx.db)),
   snapshots: staff.input(snapshotListInput).query(({ ctx, input }) => listSnapshots(ctx.db, input)),
-  restores: staff.query(({ ctx }) => listRestores(ctx.db)),
+  restores: staff.input(listRestoresInput.prefault({})).query(({ ctx, input }) => listRestores(ctx.db, input)),
 });
