@@ -6,6 +6,7 @@ import tseslint from "typescript-eslint";
 // CLI, the worker) sit on top; capabilities below them import only capabilities further down,
 // so no two folders ever import each other; git, db and domain are the floor.
 const SERVER_FOLDERS = [
+  "openapi",
   "trpc",
   "http",
   "jobs",
@@ -33,10 +34,13 @@ const SERVER_FOLDERS = [
 
 /** What each folder may import besides itself (every other import is an error). */
 const MAY_IMPORT = {
-  app: ["components", "auth", "domain"],
-  "app-api": ["trpc", "http", "auth", "db", "domain", "log"],
+  app: ["components", "auth", "openapi", "domain"],
+  "app-api": ["openapi", "trpc", "http", "auth", "db", "domain", "log"],
   components: ["trpc", "domain"],
+  // The SDK (strata/client): the router's types, and the capture and restore steps it runs remotely.
+  client: ["trpc", "restore", "capture", "worktrees", "caches", "backends", "git", "domain"],
   cli: [
+    "client",
     "trpc",
     "diff",
     "jobs",
@@ -57,6 +61,7 @@ const MAY_IMPORT = {
     "config",
     "log",
   ],
+  openapi: ["trpc", "db", "domain"],
   trpc: [
     "jobs",
     "transfer",
@@ -122,6 +127,7 @@ const elements = [
   { type: "app", pattern: "app" },
   { type: "components", pattern: "components" },
   { type: "cli", pattern: "cli" },
+  { type: "client", pattern: "client" },
   ...SERVER_FOLDERS.map((folder) => ({ type: folder, pattern: `server/${folder}` })),
 ];
 
@@ -171,18 +177,18 @@ export default tseslint.config(
     rules: { "no-restricted-imports": ["error", noDatabaseAccess] },
   },
   {
-    files: ["server/**", "cli/**"],
+    files: ["server/**", "cli/**", "client/**"],
     ignores: ["server/db/**", "server/testing/**", "**/*.test.ts"],
     rules: { "no-restricted-syntax": ["error", ...noRawSql] },
   },
   {
     // Production code only: tests, test support, scripts and e2e may import anything.
-    files: ["app/**", "components/**", "cli/**", "server/**"],
+    files: ["app/**", "components/**", "cli/**", "client/**", "server/**"],
     ignores: ["**/*.test.ts", "**/*.test.tsx", "server/testing/**"],
     plugins: { boundaries },
     settings: {
       "boundaries/elements": elements,
-      "boundaries/include": ["app/**", "components/**", "cli/**", "server/**"],
+      "boundaries/include": ["app/**", "components/**", "cli/**", "client/**", "server/**"],
       "boundaries/ignore": ["server/db/generated/**"],
       // Resolves tsconfig.json's `~/` alias, so `~/server/...` imports are classified too.
       "import/resolver": { typescript: true },

@@ -7,7 +7,7 @@ import { StrataError } from "../server/domain/errors.ts";
 import { trustAgent, type AgentScope } from "../server/domain/scope.ts";
 import { authenticateAgent } from "../server/auth/agents.ts";
 import { CliError, EXIT } from "./output.ts";
-import type { ServerOptions } from "./server-client.ts";
+import type { ServerOptions } from "../client/connection.ts";
 
 /** The server to talk to (the flag wins over STRATA_SERVER_URL), or null for this machine's catalog. */
 export function serverTarget(flag: string | undefined): ServerOptions | null {

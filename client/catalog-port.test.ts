@@ -8,7 +8,7 @@ import { captureAndPublish } from "../server/capture/capture-publish.ts";
 import { consistencyViolations } from "../server/testing/content.ts";
 import { makeAgent, uniqueName } from "../server/testing/lineage.ts";
 import { serveApp, type TestServer } from "../server/testing/http-server.ts";
-import { remoteCatalog } from "./strata-client.ts";
+import { remoteCatalog } from "./catalog-port.ts";
 
 afterAll(removeTemporaryDirectories);
 

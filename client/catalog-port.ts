@@ -1,15 +1,21 @@
 // The catalog of a Strata server, reached over HTTP with an agent token: tRPC (superjson) for
-// the calls, PUT /api/blobs/<sha256> for the bytes (server-client.ts). Errors come back as the StrataErrors the
+// the calls, PUT /api/blobs/<sha256> for the bytes (connection.ts). Errors come back as the StrataErrors the
 // server raised, so callers check the same codes as with a local database. The creating calls
 // (append, publish) carry an idempotency key and are retried with it when an answer is lost.
 import type { CatalogPort } from "../server/capture/capture-publish.ts";
-import { connectServer, remoteBlobStore, remoteDependencyPort, type ServerOptions } from "./server-client.ts";
+import {
+  connectionOf,
+  remoteBlobStore,
+  remoteDependencyPort,
+  type ServerConnection,
+  type ServerOptions,
+} from "./connection.ts";
 
 export type RemoteCatalogOptions = ServerOptions;
 
-export function remoteCatalog(opts: RemoteCatalogOptions): CatalogPort {
-  const connection = connectServer(opts);
-  const { client, call, once } = connection;
+export function remoteCatalog(target: RemoteCatalogOptions | ServerConnection): CatalogPort {
+  const connection = connectionOf(target);
+  const { client, read, once } = connection;
   const blobs = remoteBlobStore(connection);
 
   return {
@@ -17,7 +23,7 @@ export function remoteCatalog(opts: RemoteCatalogOptions): CatalogPort {
     putBlob: (digest, bytes) => blobs.put(digest, bytes),
 
     lineageHeadId: (key) =>
-      call(async () => {
+      read(async () => {
         const page = await client.lineage.list.query({
           workContextId: key.workContextId,
           repositoryIdentity: key.repository.identity,
@@ -27,7 +33,7 @@ export function remoteCatalog(opts: RemoteCatalogOptions): CatalogPort {
         return lineage?.head?.id ?? null;
       }),
 
-    baselineHeadId: (key) => call(async () => (await client.baseline.head.query({ key }))?.id ?? null),
+    baselineHeadId: (key) => read(async () => (await client.baseline.head.query({ key }))?.id ?? null),
 
     appendCheckpoint: (input) =>
       once(async (opts) => {

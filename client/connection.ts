@@ -1,8 +1,9 @@
 // One way to reach a Strata server over HTTP with an agent token: tRPC (superjson) for calls,
 // /api/blobs/<sha256> for bytes. Failures come back as the StrataErrors the server raised, so
-// callers check the same codes as against a local database. A creating call (`once`) carries one
-// Idempotency-Key and is retried with it while its failure is transient (docs/api.md
-// "Idempotency"), so a lost answer never makes the server do the work twice.
+// callers check the same codes as against a local database. Reads, and the creating calls that
+// carry an Idempotency-Key (docs/api.md "Idempotency"), are sent again with backoff while they
+// fail transiently, so a lost answer never makes the server do the work twice; nothing else is
+// ever sent twice.
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createTRPCClient, httpBatchLink, httpLink, splitLink, TRPCClientError } from "@trpc/client";
@@ -20,16 +21,36 @@ export interface ServerOptions {
   fetch?: typeof fetch;
 }
 
-/** Tries in all for one creating call, and the pause before each retry (0.25 s, 0.5 s, 1 s). */
-const ATTEMPTS = 4;
-const pauseBefore = (retry: number) => 250 * 2 ** (retry - 1);
+/** How a transient failure is retried: `attempts` tries in all, pausing `baseDelayMs`, doubling. */
+export interface RetryPolicy {
+  attempts: number;
+  baseDelayMs: number;
+}
+
+const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 250 };
 
 /**
- * The failures a retry with the same key can cure: the server or the network was unavailable
- * (an answer lost on the way is one) or timed out. Others would answer the same again.
+ * The creating procedures whose work the server does once per Idempotency-Key (the routers wrap
+ * them in withIdempotencyKey): only these mutations are ever sent twice.
+ */
+const KEYED_PROCEDURES: ReadonlySet<string> = new Set([
+  "job.enqueueCapture",
+  "job.enqueueRestore",
+  "workspace.acquire",
+  "checkpoint.append",
+  "baseline.publish",
+  "snapshot.publish",
+]);
+
+/**
+ * The failures sending the same call again can cure: the server, its database or the network
+ * was unavailable (an answer lost on the way is one), or it timed out. Others would answer the
+ * same again.
  */
 function isTransient(error: StrataError): boolean {
-  return error.retryable && (error.code === "UNAVAILABLE" || error.code === "TIMEOUT");
+  return (
+    error.retryable && (error.code === "UNAVAILABLE" || error.code === "TIMEOUT" || error.code === "BLOB_STORE_FAILED")
+  );
 }
 
 interface StrataShape {
@@ -75,10 +96,61 @@ async function blobResponseError(response: Response, what: string, fallbackCode:
   return fromShape(body?.error, message) ?? new StrataError(fallbackCode, message);
 }
 
-export function connectServer(opts: ServerOptions) {
+/** Runs `fn` again with backoff while it fails transiently; its failure as the server's StrataError. */
+async function withRetries<T>(policy: RetryPolicy, fn: () => Promise<T>, unreachable?: ErrorCode): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await fn();
+    } catch (error) {
+      const failure = remoteError(error, unreachable);
+      if (attempt >= policy.attempts || !isTransient(failure)) throw failure;
+      await sleep(policy.baseDelayMs * 2 ** (attempt - 1));
+    }
+  }
+}
+
+type TrpcClient = ReturnType<typeof createTRPCClient<AppRouter>>;
+
+/**
+ * The tRPC client with the retries of this file: every `.query(…)` retried while transient, every
+ * `.mutate(…)` of a keyed procedure sent under one fresh Idempotency-Key and retried with it, any
+ * other `.mutate(…)` sent once. Failures are StrataErrors.
+ */
+function retryingProxy(client: TrpcClient, policy: RetryPolicy): TrpcClient {
+  const at = (target: unknown, path: string[]): unknown =>
+    new Proxy(target as object, {
+      get(obj, prop) {
+        const value = Reflect.get(obj, prop) as unknown;
+        if (typeof prop !== "string") return value;
+        if (prop === "query" && typeof value === "function") {
+          return (input: unknown, opts?: object) =>
+            withRetries(policy, () => (value as (i: unknown, o?: object) => Promise<unknown>)(input, opts));
+        }
+        if (prop === "mutate" && typeof value === "function") {
+          const mutate = value as (i: unknown, o?: object) => Promise<unknown>;
+          const procedure = path.join(".");
+          if (!KEYED_PROCEDURES.has(procedure)) {
+            return (input: unknown, opts?: object) =>
+              withRetries({ ...policy, attempts: 1 }, () => mutate(input, opts));
+          }
+          return (input: unknown, opts?: { context?: Record<string, unknown> }) => {
+            const keyed = { ...opts, context: { ...opts?.context, idempotencyKey: randomUUID() } };
+            return withRetries(policy, () => mutate(input, keyed));
+          };
+        }
+        return value !== null && (typeof value === "object" || typeof value === "function")
+          ? at(value, [...path, prop])
+          : value;
+      },
+    });
+  return at(client, []) as TrpcClient;
+}
+
+export function connectServer(opts: ServerOptions & { retry?: Partial<RetryPolicy> }) {
   const base = opts.url.replace(/\/+$/, "");
   const authorization = `Bearer ${opts.token}`;
   const doFetch = opts.fetch ?? fetch;
+  const policy: RetryPolicy = { ...DEFAULT_RETRY, ...opts.retry };
   const url = `${base}/api/trpc`;
   const client = createTRPCClient<AppRouter>({
     links: [
@@ -95,32 +167,37 @@ export function connectServer(opts: ServerOptions) {
       }),
     ],
   });
-  /** Runs a tRPC call, turning its failure into the server's StrataError. */
-  const call = async <T>(fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (error) {
-      throw remoteError(error);
-    }
-  };
+  /** Runs a call once, turning its failure into the server's StrataError. */
+  const call = <T>(fn: () => Promise<T>): Promise<T> => withRetries({ ...policy, attempts: 1 }, fn);
+  /** Runs a read, again while it fails transiently. */
+  const read = <T>(fn: () => Promise<T>): Promise<T> => withRetries(policy, fn);
   /**
    * Runs one creating call (fn passes `opts` to its mutate) under a fresh Idempotency-Key, and
-   * again with that key while it fails transiently, at most ATTEMPTS times in all.
+   * again with that key while it fails transiently.
    */
-  const once = async <T>(fn: (opts: { context: { idempotencyKey: string } }) => Promise<T>): Promise<T> => {
+  const once = <T>(fn: (opts: { context: { idempotencyKey: string } }) => Promise<T>): Promise<T> => {
     const opts = { context: { idempotencyKey: randomUUID() } };
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await fn(opts);
-      } catch (error) {
-        const failure = remoteError(error);
-        if (attempt >= ATTEMPTS || !isTransient(failure)) throw failure;
-        await sleep(pauseBefore(attempt));
-      }
-    }
+    return withRetries(policy, () => fn(opts));
   };
   const blobUrl = (digest: string) => `${base}/api/blobs/${digest}`;
-  return { client, call, once, authorization, fetch: doFetch, blobUrl };
+  return {
+    client,
+    api: retryingProxy(client, policy),
+    call,
+    read,
+    once,
+    policy,
+    authorization,
+    fetch: doFetch,
+    blobUrl,
+  };
+}
+
+export type ServerConnection = ReturnType<typeof connectServer>;
+
+/** A connection for `target`: itself when it is one already. */
+export function connectionOf(target: ServerOptions | ServerConnection): ServerConnection {
+  return "client" in target ? target : connectServer(target);
 }
 
 async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
@@ -142,53 +219,60 @@ async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
   }
 }
 
-/** The server's blob store for the token's agent: which digests it lacks, PUT and GET. */
-export function remoteBlobStore(connection: ReturnType<typeof connectServer>): CaptureStore {
-  const { client, call, authorization, fetch: doFetch, blobUrl } = connection;
+/**
+ * The server's blob store for the token's agent: which digests it lacks, PUT and GET. A PUT is
+ * idempotent by its digest, so it is retried like a read.
+ */
+export function remoteBlobStore(connection: ServerConnection): CaptureStore {
+  const { client, read, policy, authorization, fetch: doFetch, blobUrl } = connection;
   return {
-    missing: (digests) => call(async () => (await client.blob.missing.mutate({ digests: [...digests] })).missing),
+    missing: (digests) => read(async () => (await client.blob.missing.mutate({ digests: [...digests] })).missing),
 
-    async put(digest, bytes) {
-      let response: Response;
-      try {
-        response = await doFetch(blobUrl(digest), {
-          method: "PUT",
-          headers: { authorization, "content-type": "application/octet-stream" },
-          body: bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes),
-        });
-      } catch (error) {
-        throw remoteError(error, "BLOB_STORE_FAILED");
-      }
-      if (response.ok) return;
-      throw await blobResponseError(response, `PUT /api/blobs/${digest}`, "BLOB_STORE_FAILED");
-    },
+    put: (digest, bytes) =>
+      withRetries(policy, async () => {
+        let response: Response;
+        try {
+          response = await doFetch(blobUrl(digest), {
+            method: "PUT",
+            headers: { authorization, "content-type": "application/octet-stream" },
+            body: bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes),
+          });
+        } catch (error) {
+          throw remoteError(error, "BLOB_STORE_FAILED");
+        }
+        if (response.ok) return;
+        throw await blobResponseError(response, `PUT /api/blobs/${digest}`, "BLOB_STORE_FAILED");
+      }),
 
     async open(digest, signal) {
-      let response: Response;
-      try {
-        response = await doFetch(blobUrl(digest), { headers: { authorization }, signal });
-      } catch (error) {
-        throw remoteError(error);
-      }
-      if (!response.ok || !response.body) {
-        const message = `GET /api/blobs/${digest} answered ${response.status}.`;
-        const body = (await response.json().catch(() => null)) as { error?: StrataShape } | null;
-        throw (
-          fromShape(body?.error, message) ??
-          new StrataError(response.status === 404 ? "BLOB_MISSING" : "UNAVAILABLE", message, { data: { digest } })
-        );
-      }
-      return chunksOf(response.body);
+      const response = await withRetries(policy, async () => {
+        let answer: Response;
+        try {
+          answer = await doFetch(blobUrl(digest), { headers: { authorization }, signal });
+        } catch (error) {
+          throw remoteError(error);
+        }
+        if (!answer.ok || !answer.body) {
+          const message = `GET /api/blobs/${digest} answered ${answer.status}.`;
+          const body = (await answer.json().catch(() => null)) as { error?: StrataShape } | null;
+          throw (
+            fromShape(body?.error, message) ??
+            new StrataError(answer.status === 404 ? "BLOB_MISSING" : "UNAVAILABLE", message, { data: { digest } })
+          );
+        }
+        return answer;
+      });
+      return chunksOf(response.body!);
     },
   };
 }
 
 /** Dependency caches on the server, for the token's agent. */
-export function remoteDependencyPort(connection: ReturnType<typeof connectServer>): DependencyCachePort {
-  const { client, call } = connection;
+export function remoteDependencyPort(connection: ServerConnection): DependencyCachePort {
+  const { client, call, read } = connection;
   return {
     store: remoteBlobStore(connection),
-    find: (input) => call(() => client.dependencyCache.find.query(input)),
+    find: (input) => read(() => client.dependencyCache.find.query(input)),
     publish: (input) => call(() => client.dependencyCache.publish.mutate(input)),
   };
 }

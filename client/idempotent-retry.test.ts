@@ -17,9 +17,9 @@ import {
   scenario,
   uniqueName,
 } from "../server/testing/lineage.ts";
-import { remoteRestorePort } from "./restore-client.ts";
-import { connectServer } from "./server-client.ts";
-import { remoteCatalog } from "./strata-client.ts";
+import { remoteRestorePort } from "./restore-port.ts";
+import { connectServer } from "./connection.ts";
+import { remoteCatalog } from "./catalog-port.ts";
 
 interface Seen {
   path: string;

@@ -2,17 +2,23 @@
 // snapshot record, the workspace decision and the report; GET /api/blobs/<sha256> for the
 // bytes, streamed. Failures come back as the StrataErrors the server raised.
 import type { RestorePort } from "../server/restore/restore-snapshot.ts";
-import { connectServer, remoteBlobStore, remoteDependencyPort, type ServerOptions } from "./server-client.ts";
+import {
+  connectionOf,
+  remoteBlobStore,
+  remoteDependencyPort,
+  type ServerConnection,
+  type ServerOptions,
+} from "./connection.ts";
 
 export type RemoteRestoreOptions = ServerOptions;
 
-export function remoteRestorePort(opts: RemoteRestoreOptions): RestorePort {
-  const connection = connectServer(opts);
-  const { client, call, once } = connection;
+export function remoteRestorePort(target: RemoteRestoreOptions | ServerConnection): RestorePort {
+  const connection = connectionOf(target);
+  const { client, call, read, once } = connection;
   const blobs = remoteBlobStore(connection);
 
   return {
-    getSnapshot: (snapshotId) => call(() => client.snapshot.get.query({ snapshotId, includeRetired: true })),
+    getSnapshot: (snapshotId) => read(() => client.snapshot.get.query({ snapshotId, includeRetired: true })),
     // Keyed and retried when its answer is lost: the retry gets the same restore, not a second one.
     acquire: (input) => once((opts) => client.workspace.acquire.mutate(input, opts)),
     reportRestore: (input) => call(() => client.workspace.reportRestore.mutate(input)),

@@ -1,5 +1,6 @@
 // Compiles the `strata` command (cli/main.ts, its commands, the server code they run and the
-// generated Prisma clients) into plain JavaScript in dist/cli/, so no TypeScript is compiled
+// generated Prisma clients) and the SDK (client/index.ts, the package's `strata/client`, as
+// dist/cli/client.mjs) into plain JavaScript in dist/cli/, so no TypeScript is compiled
 // while it runs. Packages from node_modules stay imports (resolved from node_modules at run
 // time); every dynamic import of a command's modules becomes a chunk of its own, loaded only
 // when that command runs.
@@ -80,7 +81,7 @@ export async function buildCli() {
   }
   const result = await esbuild.build({
     absWorkingDir: ROOT,
-    entryPoints: ["cli/main.ts"],
+    entryPoints: { main: "cli/main.ts", client: "client/index.ts" },
     outdir: OUT_DIR,
     outExtension: { ".js": ".mjs" },
     bundle: true,

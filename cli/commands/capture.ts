@@ -304,7 +304,7 @@ export function registerCapture(program: Command): void {
         const run = (port: CatalogPort) => captureAndPublish(port, { ...options, target });
         let result: CapturePublishResult;
         if (server) {
-          const { remoteCatalog } = await import("../strata-client.ts");
+          const { remoteCatalog } = await import("../../client/catalog-port.ts");
           result = await run(remoteCatalog(server));
         } else {
           result = await captureLocally(opts.agent, run);

@@ -39,7 +39,7 @@ async function withHoldCatalog<T>(
   const { localAgent, serverTarget } = await import("../connection.ts");
   const server = serverTarget(flags.server);
   if (server) {
-    const { connectServer } = await import("../server-client.ts");
+    const { connectServer } = await import("../../client/connection.ts");
     const { client, call } = connectServer(server);
     return fn({
       hold: (input) => call(() => client.workspace.hold.mutate(input)),

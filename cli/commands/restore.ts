@@ -108,7 +108,7 @@ export async function withRestorePort<T>(flags: ConnectionFlags, fn: (port: Rest
   const { localAgent, serverTarget } = await connection();
   const server = serverTarget(flags.server);
   if (server) {
-    const { remoteRestorePort } = await import("../restore-client.ts");
+    const { remoteRestorePort } = await import("../../client/restore-port.ts");
     return fn(remoteRestorePort(server));
   }
   const [{ localRestorePort }, { loadConfig }] = await Promise.all([

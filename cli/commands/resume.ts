@@ -40,8 +40,8 @@ async function withResumeCatalog<T>(
   const server = serverTarget(flags.server);
   if (server) {
     const [{ remoteRestorePort }, { connectServer }] = await Promise.all([
-      import("../restore-client.ts"),
-      import("../server-client.ts"),
+      import("../../client/restore-port.ts"),
+      import("../../client/connection.ts"),
     ]);
     const { client, call } = connectServer(server);
     return fn(

@@ -1,6 +1,6 @@
 // What capturing and restoring dependency caches need from a catalog, acting as one agent: its
 // content store and the two cache calls. The local one is here; the HTTP one is the CLI's
-// (cli/strata-client.ts), so the same steps run against either.
+// (client/catalog-port.ts), so the same steps run against either.
 import type { CaptureStore } from "../backends/backend.ts";
 import { catalogContentStore, type ContentStore } from "../backends/content-store.ts";
 import type { Db } from "../db/client.ts";

@@ -5,8 +5,9 @@
 /** How often an agent token's use is recorded (`lastUsedAt`): at most once in this window. */
 export const TOKEN_USE_RECORDED_EVERY_MS = 60_000;
 
-declare const agentBrand: unique symbol;
-export type AgentScope = { readonly agentId: string; readonly agentName: string } & { readonly [agentBrand]: true };
+// The brands are plain property names (not unique symbols) so that the SDK's generated type
+// declarations (client/) can name these types wherever they appear.
+export type AgentScope = { readonly agentId: string; readonly agentName: string } & { readonly __agentScope: true };
 
 export type UserRole = "operator" | "support" | "admin";
 export const USER_ROLES: readonly UserRole[] = ["operator", "support", "admin"];
@@ -33,9 +34,8 @@ export function roleMay(role: UserRole, action: StaffAction): boolean {
   return (ROLES[action] as readonly UserRole[]).includes(role);
 }
 
-declare const userBrand: unique symbol;
 export type UserScope = { readonly userId: string; readonly email: string; readonly role: UserRole } & {
-  readonly [userBrand]: true;
+  readonly __userScope: true;
 };
 
 /** For the authentication gates and tests only. */

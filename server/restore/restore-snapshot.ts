@@ -1,6 +1,6 @@
 // Restoring a snapshot of the catalog into a directory, and acquiring a workspace and restoring
 // what the decision chose in one step. The catalog is a port, so the same steps run against a
-// local database or a Strata server over HTTP (cli/restore-client.ts):
+// local database or a Strata server over HTTP (client/restore-port.ts):
 //
 //   the snapshot's row (agent-scoped) → its full manifest (a blob) → restoreWorktree → the
 //   outcome reported with workspace.reportRestore when the restore belongs to an acquire.

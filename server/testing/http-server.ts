@@ -1,4 +1,4 @@
-// Test support: the app's HTTP routes (tRPC, the blob routes, and optionally sign-in and
+// Test support: the app's HTTP routes (tRPC, REST, the blob routes, and optionally sign-in and
 // /metrics) behind a real node:http server on a test catalog, so tests send real requests and
 // read real answers. Every request is observed as `strata serve` observes it (its log line).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -13,6 +13,8 @@ import { noteRequestIdentity } from "../log/request-context.ts";
 import { observeRequest } from "../log/request-log.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { handleTrpcNodeRequest, handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
+import { handleRestRequest } from "../openapi/rest-handler.ts";
+import { REST_PREFIX } from "../openapi/rest-operations.ts";
 
 /**
  * The URL and headers of the Request a node request makes (a header sent twice is left out);
@@ -107,6 +109,17 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
         authorization: request.headers.get("authorization"),
         user: await userOf(request, opts),
         idempotencyKey: request.headers.get("idempotency-key"),
+      }),
+    );
+  }
+  // app/api/v1/[[...path]]/route.ts: the REST surface and its OpenAPI document.
+  if (path === REST_PREFIX || path.startsWith(`${REST_PREFIX}/`)) {
+    return handleRestRequest(req, async () =>
+      createContextInner({
+        db: opts.db,
+        authorization: req.headers.get("authorization"),
+        user: await userOf(req, opts),
+        idempotencyKey: req.headers.get("idempotency-key"),
       }),
     );
   }

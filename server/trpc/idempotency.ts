@@ -17,7 +17,7 @@ import { invalidInput } from "./input-boundary.ts";
 const IDEMPOTENCY_HEADER = "Idempotency-Key";
 /** How long a key answers with its first call's result. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
-const KEY_FORMAT = /^[A-Za-z0-9._:-]{1,200}$/;
+export const KEY_FORMAT = /^[A-Za-z0-9._:-]{1,200}$/;
 
 interface IdempotentCall {
   db: Db;

@@ -51,6 +51,16 @@ export type Context = ContextInner;
 
 // 2. Initialization ---------------------------------------------------------------------------
 
+/**
+ * What a procedure says of itself, for the REST surface and its OpenAPI document
+ * (server/openapi): who calls it (set by the procedures below), and whether it honours an
+ * Idempotency-Key (the creating calls that run through withIdempotencyKey).
+ */
+export interface ProcedureMeta {
+  audience?: "public" | "agent" | "staff";
+  idempotencyKey?: boolean;
+}
+
 /** superjson, behind the input boundary: raw JSON is checked before superjson walks it. */
 const transformer = {
   input: {
@@ -160,7 +170,8 @@ function toStrataError(error: TRPCError, path: string | undefined): StrataError 
   });
 }
 
-const t = initTRPC.context<Context>().create({
+const withMeta = initTRPC.context<Context>().meta<ProcedureMeta>();
+const t = withMeta.create({
   transformer,
   errorFormatter({ shape, error, path }) {
     const strata = toStrataError(error, path);
@@ -223,10 +234,10 @@ function gate<Extra extends object>(admit: ((ctx: Context) => Extra | Promise<Ex
 
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
-export const publicProcedure = t.procedure.use(gate(null));
+export const publicProcedure = t.procedure.meta({ audience: "public" }).use(gate(null));
 
 /** Procedures agents call with `Authorization: Bearer <token>`; ctx.agent scopes every query. */
-export const agentProcedure = t.procedure.use(
+export const agentProcedure = t.procedure.meta({ audience: "agent" }).use(
   gate(async (ctx) => {
     const agent = await authenticateAgent(ctx.db, ctx.authorization);
     if (!agent) {
@@ -240,7 +251,7 @@ export const agentProcedure = t.procedure.use(
 
 /** Procedures for signed-in dashboard users whose role may do `action`. Agent tokens never pass. */
 function roleProcedure(action: StaffAction) {
-  return t.procedure.use(
+  return t.procedure.meta({ audience: "staff" }).use(
     gate((ctx) => {
       if (!ctx.user) throw new StrataError("UNAUTHORIZED", "Sign in to the dashboard first.");
       if (!roleMay(ctx.user.role, action)) {

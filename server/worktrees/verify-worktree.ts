@@ -64,7 +64,7 @@ export async function verifyWorktree(
   return verification;
 }
 
-/** Where a snapshot's record is read from: this machine's catalog or a server (cli/restore-client.ts). */
+/** Where a snapshot's record is read from: this machine's catalog or a server (client/restore-port.ts). */
 export type SnapshotRecordSource = Pick<RestorePort, "getSnapshot" | "open">;
 
 /** Checks the checkout at `dir` against one of the agent's snapshots, read from a catalog. */

@@ -7,6 +7,7 @@ export const baselineRouter = router({
   publish: agentProcedure
     .input(publishBaselineInput)
     .output(publishBaselineResultSchema)
+    .meta({ idempotencyKey: true })
     .mutation((opts) =>
       withIdempotencyKey(opts, (db) => publishBaseline(db, { ...opts.input, agent: opts.ctx.agent })),
     ),

@@ -8,6 +8,7 @@ export const checkpointRouter = router({
     .input(appendCheckpointInput)
     .output(appendCheckpointResultSchema)
     // A lost fence keeps its record of the capture (for reclamation): the key answers it again.
+    .meta({ idempotencyKey: true })
     .mutation((opts) =>
       withIdempotencyKey(opts, (db) => appendCheckpoint(db, { ...opts.input, agent: opts.ctx.agent }), {
         keptRefusals: ["FENCE_LOST"],

@@ -22,10 +22,12 @@ export const jobRouter = router({
   enqueueCapture: agentProcedure
     .input(enqueueCaptureInput)
     .output(jobViewSchema)
+    .meta({ idempotencyKey: true })
     .mutation((opts) => withIdempotencyKey(opts, (db) => enqueueCapture(db, { ...opts.input, agent: opts.ctx.agent }))),
   enqueueRestore: agentProcedure
     .input(enqueueRestoreInput)
     .output(z.object({ plan: restorePlanSchema, job: jobViewSchema.nullable() }))
+    .meta({ idempotencyKey: true })
     .mutation((opts) =>
       withIdempotencyKey(opts, (db) =>
         enqueueRestore(db, { ...opts.input, agent: opts.ctx.agent, providers: configuredProviders() }),

@@ -30,6 +30,7 @@ export const snapshotRouter = router({
   publish: agentProcedure
     .input(publishLayersInput.extend({ snapshotId: entityIdSchema, manifestDigest: blobDigestSchema.optional() }))
     .output(publishSnapshotResultSchema)
+    .meta({ idempotencyKey: true })
     .mutation((opts) =>
       withIdempotencyKey(opts, (db) => publishSnapshot(db, { ...opts.input, agentId: opts.ctx.agent.agentId })),
     ),

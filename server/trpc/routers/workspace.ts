@@ -14,6 +14,7 @@ export const workspaceRouter = router({
   acquire: agentProcedure
     .input(acquireWorkspaceInput)
     .output(restorePlanSchema)
+    .meta({ idempotencyKey: true })
     .mutation((opts) =>
       withIdempotencyKey(opts, (db) =>
         acquireWorkspace(db, { ...opts.input, agent: opts.ctx.agent, providers: configuredProviders() }),
