@@ -1,5 +1,7 @@
 "use client";
+import { useQueryClient } from "@tanstack/react-query";
 import type { ReactNode } from "react";
+import { ErrorPanel } from "./error-panel.tsx";
 
 /** Loading, error and empty states around a query's data, the same on every page. */
 export function QueryView<T>({
@@ -8,18 +10,25 @@ export function QueryView<T>({
   empty,
   children,
 }: {
-  query: { data: T | undefined; isPending: boolean; error: { message: string } | null };
+  query: { data: T | undefined; isPending: boolean; error: { message: string } | null; refetch?: () => unknown };
   isEmpty: (data: T) => boolean;
   empty: { title: string; body: ReactNode };
   children: (data: T) => ReactNode;
 }) {
-  if (query.error)
+  const queryClient = useQueryClient();
+  if (query.error) {
+    // Retry the page's own query when it was handed over, else every query of the page that failed.
+    const retry = query.refetch
+      ? () => void query.refetch?.()
+      : () => void queryClient.refetchQueries({ type: "active", predicate: (q) => q.state.status === "error" });
+    return <ErrorPanel error={query.error} onRetry={retry} />;
+  }
+  if (query.isPending || query.data === undefined)
     return (
-      <div className="panel error" role="status">
-        Could not load: {query.error.message}
+      <div className="panel status" role="status">
+        Loading…
       </div>
     );
-  if (query.isPending || query.data === undefined) return <div className="panel status">Loading…</div>;
   if (isEmpty(query.data)) {
     return (
       <div className="panel empty" data-testid="empty-state">

@@ -1,9 +1,8 @@
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
-import { CatalogStatusNotice, CatalogUnavailablePage } from "~/components/catalog-unavailable.tsx";
-import { Nav } from "~/components/nav.tsx";
-import { ViewerProvider } from "~/components/viewer.tsx";
+import { CatalogUnavailablePage } from "~/components/catalog-unavailable.tsx";
+import { DashboardShell } from "~/components/dashboard-shell.tsx";
 import { dashboardViewer, getAuth } from "~/server/auth/dashboard-auth.ts";
 
 export const dynamic = "force-dynamic";
@@ -14,13 +13,5 @@ export default async function DashboardLayout({ children }: { children: ReactNod
   if (viewer.state === "unavailable") return <CatalogUnavailablePage />;
   if (viewer.state === "signed-out") redirect("/signin");
   const { user } = viewer;
-  return (
-    <div className="shell">
-      <Nav user={{ email: user.email, role: user.role }} />
-      <main>
-        <CatalogStatusNotice />
-        <ViewerProvider viewer={{ email: user.email, role: user.role }}>{children}</ViewerProvider>
-      </main>
-    </div>
-  );
+  return <DashboardShell viewer={{ email: user.email, role: user.role }}>{children}</DashboardShell>;
 }
