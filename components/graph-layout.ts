@@ -1,8 +1,8 @@
 // Positions for the (collapsed) lineage graph: dagre, left to right, oldest on the left.
 import dagre from "@dagrejs/dagre";
 
-export const NODE_WIDTH = 196;
-export const NODE_HEIGHT = 62;
+export const NODE_WIDTH = 224;
+export const NODE_HEIGHT = 80;
 
 export interface Positioned {
   positions: Map<string, { x: number; y: number }>;
@@ -11,14 +11,14 @@ export interface Positioned {
 
 /** What a layout needs: ids and edges (plain data, so it can go to a worker). */
 export interface LayoutInput {
-  nodes: { id: string }[];
-  edges: { source: string; target: string; kind: string }[];
+  nodes: readonly { id: string }[];
+  edges: readonly { source: string; target: string; kind: string }[];
 }
 
 export function layoutGraph(view: LayoutInput): Positioned {
   const started = performance.now();
   const g = new dagre.graphlib.Graph({ multigraph: false });
-  g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 56, marginx: 16, marginy: 16 });
+  g.setGraph({ rankdir: "LR", nodesep: 22, ranksep: 100, marginx: 16, marginy: 16 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of view.nodes) g.setNode(node.id, { width: NODE_WIDTH, height: NODE_HEIGHT });
   for (const edge of view.edges) {

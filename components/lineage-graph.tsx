@@ -1,39 +1,45 @@
 "use client";
-// The drawing of a (filtered, collapsed) lineage graph with React Flow. Only what is on screen
-// is rendered; positions come from dagre (graph-layout.ts).
+// The drawing of a repository's (filtered, folded) lineage graph with React Flow. Positions
+// come from the lane layout (graph-layout-lanes.ts: agents' lanes on a time axis, the default)
+// or from dagre (graph-layout.ts, the untimed layout). Each node is one Tab stop; arrows move
+// between nodes, Enter selects, +/- zoom, and arrows pan when no node has the focus.
 import "@xyflow/react/dist/style.css";
 import {
   Background,
   Controls,
   Handle,
   MarkerType,
+  MiniMap,
   Position,
   ReactFlow,
+  ViewportPortal,
   type Edge,
   type Node,
   type NodeProps,
   type NodeTypes,
   type ReactFlowInstance,
 } from "@xyflow/react";
-import { memo, useEffect, useMemo, useRef, useState } from "react";
-import type { CollapsedGroup, GraphNode, ViewGraph } from "~/server/domain/lineage-graph.ts";
+import { memo, useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
+import {
+  graphNodeLabel,
+  nodeBadges,
+  type CollapsedGroup,
+  type GraphNode,
+  type NodeBadge,
+  type ViewEdge,
+  type ViewNode,
+} from "~/server/domain/lineage-graph.ts";
 import { layoutGraphAsync } from "./graph-layout-async.ts";
+import { layoutLanes, type LaneBand, type LaneTick } from "./graph-layout-lanes.ts";
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type Positioned } from "./graph-layout.ts";
 
-type SnapshotData = { node: GraphNode; context: boolean; selected: boolean; onSelect: (id: string) => void };
-type GroupData = { group: CollapsedGroup; selected: boolean; onSelect: (id: string) => void };
+type SnapshotData = { node: GraphNode; context: boolean; selected: boolean; focus: boolean };
+type GroupData = { group: CollapsedGroup; selected: boolean };
 type SnapshotFlowNode = Node<SnapshotData, "snapshot">;
 type GroupFlowNode = Node<GroupData, "group">;
+type FlowNode = SnapshotFlowNode | GroupFlowNode;
 
-export function nodeLabel(node: GraphNode): string {
-  if (node.class === "work-context") return `${node.workContextId ?? "work"} (forked)`;
-  if (node.alias) return node.alias;
-  if (node.class === "baseline") {
-    const ref = (node.canonicalRef ?? "").replace(/^refs\/heads\//, "");
-    return `${ref || "baseline"} @ ${node.headCommit?.slice(0, 7) ?? "?"}`;
-  }
-  return `${node.workContextId ?? "work"} #${node.position}`;
-}
+export type GraphLayoutKind = "lanes" | "dag";
 
 const KIND_LABEL: Record<GraphNode["class"], string> = {
   baseline: "baseline",
@@ -41,30 +47,77 @@ const KIND_LABEL: Record<GraphNode["class"], string> = {
   "work-context": "forked work context",
 };
 
+export const BADGE_TEXT: Record<NodeBadge, string> = {
+  current: "current",
+  pinned: "pinned",
+  degraded: "degraded",
+  "last-restored": "last restored",
+  "retired-held": "retired · held",
+};
+
+/** What a screen reader hears for a node: kind, label, state and badges. */
+function snapshotAriaLabel(n: GraphNode): string {
+  const badges = nodeBadges(n).map((b) =>
+    b === "current" ? "current baseline of its key" : b === "pinned" ? `pinned (${n.pins})` : BADGE_TEXT[b],
+  );
+  return [
+    `${KIND_LABEL[n.class]} ${graphNodeLabel(n)}`,
+    n.state,
+    ...(n.lineageState === "retired" && n.class !== "baseline" ? ["lineage retired"] : []),
+    ...badges,
+  ].join(", ");
+}
+
+function groupAriaLabel(g: CollapsedGroup): string {
+  const states = Object.entries(g.states)
+    .map(([state, count]) => `${count} ${state}`)
+    .join(", ");
+  const marks = (Object.entries(g.marks) as [NodeBadge, number][])
+    .filter(([, c]) => c > 0)
+    .map(([b, c]) => `${c} ${BADGE_TEXT[b]}`);
+  return (
+    `${g.count} ${g.filteredOut ? "filtered-out" : "folded"} ${g.class}s` +
+    `${g.workContextId ? ` of ${g.workContextId}` : ""}: ${states}${marks.length ? `; ${marks.join(", ")}` : ""}`
+  );
+}
+
+export function Badges({ badges, pins }: { badges: readonly NodeBadge[]; pins?: number }) {
+  return (
+    <>
+      {badges.map((b) => (
+        <span key={b} className={`graph-badge graph-badge-${b}`}>
+          {b === "pinned" && pins && pins > 1 ? `pinned ×${pins}` : BADGE_TEXT[b]}
+        </span>
+      ))}
+    </>
+  );
+}
+
 const SnapshotNodeView = memo(function SnapshotNodeView({ data }: NodeProps<SnapshotFlowNode>) {
   const n = data.node;
-  const label = nodeLabel(n);
-  // A forked work context with no checkpoint yet is its lineage, not a snapshot.
-  const ids = n.class === "work-context" ? { "data-lineage-id": n.lineageId ?? "" } : { "data-snapshot-id": n.id };
+  const badges = nodeBadges(n);
+  const classes = [
+    "gnode",
+    n.class,
+    `state-${n.state}`,
+    ...badges.map((b) => `has-${b}`),
+    data.context ? "context" : "",
+    data.selected ? "selected" : "",
+    data.focus ? "focused-node" : "",
+  ];
   return (
-    <div
-      className={`gnode ${n.class} state-${n.state}${data.context ? " context" : ""}${data.selected ? " selected" : ""}`}
-    >
+    <div className={classes.filter(Boolean).join(" ")} title={graphNodeLabel(n)}>
       <Handle type="target" position={Position.Left} isConnectable={false} />
-      <button
-        type="button"
-        className="gnode-body"
-        {...ids}
-        title={label}
-        aria-label={`${KIND_LABEL[n.class]} ${label}, ${n.state}${n.lineageState === "retired" ? ", lineage retired" : ""}`}
-        onClick={() => data.onSelect(n.id)}
-      >
-        <span className="gnode-kind">{KIND_LABEL[n.class]}</span>
-        <span className="gnode-title">{label}</span>
-        <span className="gnode-meta">
-          <span className={`badge ${n.state}`}>{n.state}</span> {n.agentName}
+      <div className="gnode-body">
+        <span className="gnode-kind">
+          {KIND_LABEL[n.class]} · {n.agentName}
         </span>
-      </button>
+        <span className="gnode-title">{graphNodeLabel(n)}</span>
+        <span className="gnode-meta">
+          <span className={`badge ${n.state}`}>{n.state}</span>
+          <Badges badges={badges} pins={n.pins} />
+        </span>
+      </div>
       <Handle type="source" position={Position.Right} isConnectable={false} />
     </div>
   );
@@ -75,23 +128,27 @@ const GroupNodeView = memo(function GroupNodeView({ data }: NodeProps<GroupFlowN
   const states = Object.entries(g.states)
     .map(([state, count]) => `${count} ${state}`)
     .join(", ");
+  const marks = (Object.entries(g.marks) as [NodeBadge, number][]).filter(([, c]) => c > 0);
   return (
-    <div className={`gnode group${data.selected ? " selected" : ""}`}>
+    <div className={`gnode group${g.filteredOut ? " filtered-out" : ""}${data.selected ? " selected" : ""}`}>
       <Handle type="target" position={Position.Left} isConnectable={false} />
-      <button
-        type="button"
-        className="gnode-body"
-        data-group-id={g.id}
-        aria-label={`${g.memberIds.length} folded ${g.class}s${g.workContextId ? ` of ${g.workContextId}` : ""}: ${states}`}
-        onClick={() => data.onSelect(g.id)}
-      >
-        <span className="gnode-kind">folded {g.class === "baseline" ? "baselines" : "checkpoints"}</span>
+      <div className="gnode-body">
+        <span className="gnode-kind">
+          {g.filteredOut ? "filtered out" : "folded"} · {g.agentName}
+        </span>
         <span className="gnode-title">
           {g.class === "checkpoint" && g.workContextId ? `${g.workContextId} · ` : ""}
-          {g.memberIds.length} {g.class}s
+          {g.count} {g.class}s
         </span>
-        <span className="gnode-meta">{states}</span>
-      </button>
+        <span className="gnode-meta">
+          {states}
+          {marks.map(([b, c]) => (
+            <span key={b} className={`graph-badge graph-badge-${b}`}>
+              {c} {BADGE_TEXT[b]}
+            </span>
+          ))}
+        </span>
+      </div>
       <Handle type="source" position={Position.Right} isConnectable={false} />
     </div>
   );
@@ -100,6 +157,8 @@ const GroupNodeView = memo(function GroupNodeView({ data }: NodeProps<GroupFlowN
 const NODE_TYPES: NodeTypes = { snapshot: SnapshotNodeView, group: GroupNodeView };
 
 const MAX_LABELLED_EDGES = 150;
+/** Up to this many nodes every node stays in the page (findable, a Tab stop); above, only what is on screen. */
+const ALWAYS_RENDERED = 400;
 
 const EDGE_STYLE: Record<string, { stroke: string; dash?: string; label?: string }> = {
   chain: { stroke: "#4b5563" },
@@ -110,22 +169,52 @@ const EDGE_STYLE: Record<string, { stroke: string; dash?: string; label?: string
 };
 
 export interface LineageGraphProps {
-  view: ViewGraph;
+  nodes: readonly ViewNode[];
+  edges: readonly ViewEdge[];
+  layout: GraphLayoutKind;
   contextIds: ReadonlySet<string>;
   selectedId: string | null;
+  focusId: string | null;
   onSelect: (id: string) => void;
   /** Called once, after the first frame that shows nodes (for the performance marks). */
   onFirstRender?: (info: { layoutMs: number; nodes: number; edges: number }) => void;
 }
 
-/** Larger views are laid out in a worker (an expanded 5,000-node graph takes seconds). */
+/** Larger dagre layouts run in a worker (an expanded 5,000-node graph takes seconds there). */
 const SYNC_LAYOUT_LIMIT = 600;
 
-export function LineageGraph({ view: wanted, contextIds, selectedId, onSelect, onFirstRender }: LineageGraphProps) {
-  const syncLayout = useMemo(() => (wanted.nodes.length <= SYNC_LAYOUT_LIMIT ? layoutGraph(wanted) : null), [wanted]);
-  const [asyncLayout, setAsyncLayout] = useState<{ view: ViewGraph; layout: Positioned } | null>(null);
+type Laid = Positioned & { bands?: LaneBand[]; ticks?: LaneTick[] };
+
+function laneItems(nodes: readonly ViewNode[]) {
+  return nodes.map((v) =>
+    v.kind === "snapshot"
+      ? {
+          id: v.id,
+          chainId: v.node.chainId,
+          agentId: v.node.agentId,
+          agentName: v.node.agentName,
+          at: v.node.createdAt,
+        }
+      : {
+          id: v.id,
+          chainId: v.group.chainId,
+          agentId: v.group.agentId,
+          agentName: v.group.agentName,
+          at: v.group.from,
+        },
+  );
+}
+
+export function LineageGraph(props: LineageGraphProps) {
+  const { nodes: wantedNodes, edges: wantedEdges, layout: kind } = props;
+  const wanted = useMemo(() => ({ nodes: wantedNodes, edges: wantedEdges, kind }), [wantedNodes, wantedEdges, kind]);
+  const syncLayout = useMemo<Laid | null>(() => {
+    if (wanted.kind === "lanes") return layoutLanes(laneItems(wanted.nodes), wanted.edges);
+    return wanted.nodes.length <= SYNC_LAYOUT_LIMIT ? layoutGraph(wanted) : null;
+  }, [wanted]);
+  const [asyncLayout, setAsyncLayout] = useState<{ view: typeof wanted; layout: Laid } | null>(null);
   useEffect(() => {
-    if (wanted.nodes.length <= SYNC_LAYOUT_LIMIT) return;
+    if (syncLayout) return;
     let live = true;
     void layoutGraphAsync(wanted).then((layout) => {
       if (live) setAsyncLayout({ view: wanted, layout });
@@ -133,7 +222,7 @@ export function LineageGraph({ view: wanted, contextIds, selectedId, onSelect, o
     return () => {
       live = false;
     };
-  }, [wanted]);
+  }, [wanted, syncLayout]);
   // Until a worker's layout arrives, the previous drawing stays (with a notice).
   const shown = syncLayout ? { view: wanted, layout: syncLayout } : asyncLayout;
   const pending = shown?.view !== wanted;
@@ -146,47 +235,70 @@ export function LineageGraph({ view: wanted, contextIds, selectedId, onSelect, o
   }
   return (
     <DrawnGraph
-      view={shown.view}
-      layout={shown.layout}
+      {...props}
+      nodes={shown.view.nodes}
+      edges={shown.view.edges}
+      laid={shown.layout}
       pending={pending ? wanted.nodes.length : null}
-      contextIds={contextIds}
-      selectedId={selectedId}
-      onSelect={onSelect}
-      onFirstRender={onFirstRender}
     />
   );
 }
 
+const PAN_STEP = 120;
+
 function DrawnGraph({
-  view,
-  layout,
+  nodes: viewNodes,
+  edges: viewEdges,
+  laid,
   pending,
   contextIds,
   selectedId,
+  focusId,
   onSelect,
   onFirstRender,
-}: LineageGraphProps & { layout: Positioned; pending: number | null }) {
-  const nodes = useMemo<(SnapshotFlowNode | GroupFlowNode)[]>(
+}: LineageGraphProps & { laid: Laid; pending: number | null }) {
+  const nodes = useMemo<FlowNode[]>(
     () =>
-      view.nodes.map((v) => {
-        const position = layout.positions.get(v.id) ?? { x: 0, y: 0 };
-        const common = { id: v.id, position, width: NODE_WIDTH, height: NODE_HEIGHT, draggable: false };
-        return v.kind === "snapshot"
-          ? {
-              ...common,
-              type: "snapshot" as const,
-              data: { node: v.node, context: contextIds.has(v.id), selected: v.id === selectedId, onSelect },
-            }
-          : { ...common, type: "group" as const, data: { group: v.group, selected: v.id === selectedId, onSelect } };
+      viewNodes.map((v) => {
+        const position = laid.positions.get(v.id) ?? { x: 0, y: 0 };
+        const common = {
+          id: v.id,
+          position,
+          width: NODE_WIDTH,
+          height: NODE_HEIGHT,
+          draggable: false,
+          ariaRole: "button" as const,
+        };
+        if (v.kind === "snapshot") {
+          const n = v.node;
+          // A forked work context without checkpoints is its lineage, not a snapshot.
+          const ids =
+            n.class === "work-context" ? { "data-lineage-id": n.lineageId ?? "" } : { "data-snapshot-id": n.id };
+          return {
+            ...common,
+            type: "snapshot" as const,
+            ariaLabel: snapshotAriaLabel(n),
+            // data-* attributes reach the node's element; React Flow's type lists only HTML ones.
+            domAttributes: ids as NonNullable<Node["domAttributes"]>,
+            data: { node: n, context: contextIds.has(v.id), selected: v.id === selectedId, focus: v.id === focusId },
+          };
+        }
+        return {
+          ...common,
+          type: "group" as const,
+          ariaLabel: groupAriaLabel(v.group),
+          domAttributes: { "data-group-id": v.group.id } as NonNullable<Node["domAttributes"]>,
+          data: { group: v.group, selected: v.id === selectedId },
+        };
       }),
-    [view, layout, contextIds, selectedId, onSelect],
+    [viewNodes, laid, contextIds, selectedId, focusId],
   );
   const edges = useMemo<Edge[]>(
     () =>
-      view.edges.map((e) => {
+      viewEdges.map((e) => {
         const style = EDGE_STYLE[e.kind] ?? EDGE_STYLE.chain!;
         // Labels cost a text measurement each; on big graphs the legend and line styles say it.
-        const labelled = view.edges.length <= MAX_LABELLED_EDGES;
+        const labelled = viewEdges.length <= MAX_LABELLED_EDGES;
         const label = !labelled ? undefined : e.count > 1 ? `${style.label ?? ""} ×${e.count}`.trim() : style.label;
         return {
           id: e.id,
@@ -194,46 +306,175 @@ function DrawnGraph({
           target: e.target,
           label,
           labelStyle: { fontSize: 11, fill: style.stroke },
+          labelBgPadding: [4, 2] as [number, number],
           style: { stroke: style.stroke, strokeWidth: 1.5, strokeDasharray: style.dash },
           markerEnd: { type: MarkerType.ArrowClosed, color: style.stroke, width: 16, height: 16 },
           focusable: false,
           className: `edge-${e.kind}`,
         };
       }),
-    [view],
+    [viewEdges],
   );
 
   const [initialized, setInitialized] = useState(false);
   const reported = useRef(false);
+  const instance = useRef<ReactFlowInstance<FlowNode> | null>(null);
+  const box = useRef<HTMLDivElement | null>(null);
+
   // Every redraw after a new layout: a mark with how many nodes, for the bench.
   useEffect(() => {
     if (!initialized) return;
     const frame = requestAnimationFrame(() =>
       requestAnimationFrame(() =>
-        performance.mark("strata:graph-drawn", { detail: { nodes: nodes.length, layoutMs: layout.ms } }),
+        performance.mark("strata:graph-drawn", { detail: { nodes: nodes.length, layoutMs: laid.ms } }),
       ),
     );
     return () => cancelAnimationFrame(frame);
-  }, [initialized, nodes.length, layout.ms]);
-  const instance = useRef<ReactFlowInstance<SnapshotFlowNode | GroupFlowNode> | null>(null);
-  const firstView = useRef(view);
-  // A new filter or an expanded chain: show the whole result again.
+  }, [initialized, nodes.length, laid.ms]);
+
+  /** The readable default: zoom 1 (text at its CSS size), on the selection or the newest nodes. */
+  const place = useCallback(
+    (keepZoom: boolean) => {
+      const flow = instance.current;
+      const el = box.current;
+      if (!flow || !el || nodes.length === 0) return;
+      const zoom = keepZoom ? flow.getZoom() : 1;
+      const selected = selectedId ? laid.positions.get(selectedId) : undefined;
+      if (selected) {
+        void flow.setCenter(selected.x + NODE_WIDTH / 2, selected.y + NODE_HEIGHT / 2, { zoom });
+        return;
+      }
+      // The newest region: the rightmost node at the right edge, its lane in the middle.
+      let newest: { x: number; y: number } | undefined;
+      for (const p of laid.positions.values()) if (!newest || p.x > newest.x) newest = p;
+      if (!newest) return;
+      const width = el.clientWidth;
+      const x = Math.min(16, width - 24 - (newest.x + NODE_WIDTH) * zoom);
+      const y = el.clientHeight / 2 - (newest.y + NODE_HEIGHT / 2) * zoom;
+      void flow.setViewport({ x, y, zoom });
+    },
+    [nodes.length, laid, selectedId],
+  );
+  // First drawing: the newest region (or the selection from the URL).
+  const placed = useRef(false);
   useEffect(() => {
-    if (view === firstView.current) return;
-    const frame = requestAnimationFrame(() => void instance.current?.fitView({ maxZoom: 1, padding: 0.05 }));
+    if (!initialized || placed.current) return;
+    placed.current = true;
+    place(false);
+  }, [initialized, place]);
+  // A new view (a chain expanded, a filter, a jump): the selection stays centred, at the same zoom.
+  const firstLayout = useRef(laid);
+  useEffect(() => {
+    if (laid === firstLayout.current || !initialized) return;
+    const frame = requestAnimationFrame(() => place(true));
     return () => cancelAnimationFrame(frame);
-  }, [view]);
+    // Only a new layout moves the view; a new selection alone does not.
+  }, [laid, initialized]);
+  // A node selected outside the part on screen (a jump, a shared link): bring it into view.
+  useEffect(() => {
+    const flow = instance.current;
+    const el = box.current;
+    const at = selectedId ? laid.positions.get(selectedId) : undefined;
+    if (!initialized || !flow || !el || !at) return;
+    const { x, y, zoom } = flow.getViewport();
+    const left = at.x * zoom + x;
+    const top = at.y * zoom + y;
+    const inside =
+      left >= 0 &&
+      top >= 0 &&
+      left + NODE_WIDTH * zoom <= el.clientWidth &&
+      top + NODE_HEIGHT * zoom <= el.clientHeight;
+    if (!inside) void flow.setCenter(at.x + NODE_WIDTH / 2, at.y + NODE_HEIGHT / 2, { zoom });
+  }, [selectedId, laid, initialized]);
   useEffect(() => {
     if (!initialized || reported.current || nodes.length === 0 || !onFirstRender) return;
     reported.current = true;
     // Two frames: React committed, then the browser painted the nodes.
     requestAnimationFrame(() =>
-      requestAnimationFrame(() => onFirstRender({ layoutMs: layout.ms, nodes: nodes.length, edges: edges.length })),
+      requestAnimationFrame(() => onFirstRender({ layoutMs: laid.ms, nodes: nodes.length, edges: edges.length })),
     );
-  }, [initialized, nodes.length, edges.length, layout.ms, onFirstRender]);
+  }, [initialized, nodes.length, edges.length, laid.ms, onFirstRender]);
+
+  /** The nearest node from `fromId` in an arrow's direction (the layout's coordinates). */
+  const neighbour = useCallback(
+    (fromId: string, key: string): string | null => {
+      const from = laid.positions.get(fromId);
+      if (!from) return null;
+      const dir = { ArrowRight: [1, 0], ArrowLeft: [-1, 0], ArrowDown: [0, 1], ArrowUp: [0, -1] }[key];
+      if (!dir) return null;
+      let best: string | null = null;
+      let bestScore = Infinity;
+      for (const [id, p] of laid.positions) {
+        if (id === fromId) continue;
+        const dx = p.x - from.x;
+        const dy = p.y - from.y;
+        const along = dx * dir[0]! + dy * dir[1]!;
+        if (along <= 0) continue;
+        const across = Math.abs(dir[0] ? dy : dx);
+        const score = along + across * 3;
+        if (score < bestScore) {
+          bestScore = score;
+          best = id;
+        }
+      }
+      return best;
+    },
+    [laid],
+  );
+
+  const focusNode = useCallback((id: string) => {
+    const flow = instance.current;
+    const el = box.current;
+    const find = () => el?.querySelector<HTMLElement>(`.react-flow__node[data-id="${CSS.escape(id)}"]`);
+    const now = find();
+    if (now) {
+      now.focus();
+      return;
+    }
+    // Off screen (not rendered): bring it into view, then focus it once drawn.
+    const p = flow?.getNode(id)?.position;
+    if (flow && p) void flow.setCenter(p.x + NODE_WIDTH / 2, p.y + NODE_HEIGHT / 2, { zoom: flow.getZoom() });
+    requestAnimationFrame(() => requestAnimationFrame(() => find()?.focus()));
+  }, []);
+
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
+    const flow = instance.current;
+    if (!flow) return;
+    const target = event.target as HTMLElement;
+    const nodeEl = target.closest<HTMLElement>(".react-flow__node");
+    const nodeId = nodeEl?.dataset.id ?? null;
+    if (event.key === "+" || event.key === "=") {
+      event.preventDefault();
+      void flow.zoomIn();
+    } else if (event.key === "-" || event.key === "_") {
+      event.preventDefault();
+      void flow.zoomOut();
+    } else if (nodeId && (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      onSelect(nodeId);
+    } else if (event.key.startsWith("Arrow")) {
+      event.preventDefault();
+      if (nodeId) {
+        const next = neighbour(nodeId, event.key);
+        if (next) focusNode(next);
+      } else if (target === box.current || target.closest(".react-flow__pane, .react-flow__renderer")) {
+        const { x, y, zoom } = flow.getViewport();
+        const d = { ArrowRight: [-1, 0], ArrowLeft: [1, 0], ArrowDown: [0, -1], ArrowUp: [0, 1] }[event.key];
+        if (d) void flow.setViewport({ x: x + d[0]! * PAN_STEP, y: y + d[1]! * PAN_STEP, zoom });
+      }
+    }
+  };
 
   return (
-    <>
+    <div
+      ref={box}
+      className="graph-keys"
+      tabIndex={0}
+      role="group"
+      aria-label="Lineage graph: Tab to a node, arrows move between nodes, Enter selects; with no node focused arrows pan; + and - zoom"
+      aria-keyshortcuts="ArrowUp ArrowDown ArrowLeft ArrowRight Enter + -"
+      onKeyDown={onKeyDown}
+    >
       {pending !== null ? (
         <div className="graph-pending" role="status">
           Laying out {pending} nodes…
@@ -249,18 +490,57 @@ function DrawnGraph({
         }}
         // A click handler also gives nodes pointer events (they are neither draggable nor selectable).
         onNodeClick={(_, node) => onSelect(node.id)}
-        onlyRenderVisibleElements
+        onlyRenderVisibleElements={nodes.length > ALWAYS_RENDERED}
         nodesDraggable={false}
         nodesConnectable={false}
         elementsSelectable={false}
-        fitView
-        fitViewOptions={{ maxZoom: 1, padding: 0.05 }}
+        disableKeyboardA11y={false}
         minZoom={0.05}
         maxZoom={2}
       >
         <Background gap={24} size={1} color="#d9dce1" />
         <Controls showInteractive={false} />
+        <MiniMap
+          pannable
+          zoomable
+          ariaLabel="Minimap of the whole graph"
+          nodeColor={minimapColor}
+          nodeStrokeWidth={0}
+          maskColor="rgba(240, 242, 245, 0.7)"
+        />
+        {laid.bands ? (
+          <ViewportPortal>
+            {laid.bands.map((b) => (
+              <div
+                key={b.agentName}
+                className="graph-band"
+                style={{ transform: `translate(-8px, ${b.top - 8}px)`, height: b.height + 16 }}
+              >
+                <span className="graph-band-label">{b.agentName}</span>
+              </div>
+            ))}
+            {(laid.ticks ?? []).map((t) => (
+              <div key={t.x} className="graph-tick" style={{ transform: `translate(${t.x}px, 0px)` }}>
+                {new Date(t.at).toLocaleString(undefined, {
+                  month: "short",
+                  day: "numeric",
+                  hour: "2-digit",
+                  minute: "2-digit",
+                })}
+              </div>
+            ))}
+          </ViewportPortal>
+        ) : null}
       </ReactFlow>
-    </>
+    </div>
   );
+}
+
+function minimapColor(node: FlowNode): string {
+  if (node.type === "group") return "#9aa1ad";
+  const n = (node.data as SnapshotData).node;
+  if (n.degraded > 0) return "#b3261e";
+  if (n.current) return "#1f7a4d";
+  if (n.pins > 0) return "#2f5bd3";
+  return n.state === "ready" ? "#57b382" : "#c4c8cf";
 }

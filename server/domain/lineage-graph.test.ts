@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { collapseChains, filterGraph, type GraphEdge, type GraphNode } from "./lineage-graph.ts";
+import {
+  collapseChains,
+  filterGraph,
+  focusGraph,
+  nodeBadges,
+  searchGraph,
+  type GraphEdge,
+  type GraphNode,
+} from "./lineage-graph.ts";
 
 function node(id: string, over: Partial<GraphNode> = {}): GraphNode {
   return {
@@ -15,8 +23,15 @@ function node(id: string, over: Partial<GraphNode> = {}): GraphNode {
     lineageState: "active",
     canonicalRef: null,
     headCommit: null,
+    branch: null,
     alias: null,
     createdAt: 0,
+    current: false,
+    pins: 0,
+    degraded: 0,
+    lastRestoredAt: null,
+    lastRestored: false,
+    previousId: null,
     ...over,
   };
 }
@@ -49,7 +64,7 @@ describe("collapseChains", () => {
     expect(groups).toHaveLength(1);
     const group = groups[0]!;
     if (group.kind !== "group") throw new Error("expected a group");
-    expect(group.group.memberIds).toEqual(Array.from({ length: 18 }, (_, i) => `c${i + 2}`));
+    expect(group.group).toMatchObject({ count: 18, firstId: "c2", lastId: "c19" });
     expect(group.group.states).toEqual({ superseded: 18 });
     // c1 -> group -> c20, and the seeded edge is kept.
     expect(view.edges.map((e) => `${e.source}>${e.target}`).sort()).toEqual(
@@ -99,6 +114,40 @@ describe("collapseChains", () => {
     expect(collapseChains({ nodes, edges }, { foldWholeLineages: true }).nodes.length).toBe(125);
   });
 
+  it("keeps a pinned or degraded checkpoint drawn, and counts the badges of what it folds", () => {
+    const graph = lineage(20);
+    graph.nodes[8] = { ...graph.nodes[8]!, pins: 1, degraded: 1 };
+    graph.nodes[12] = { ...graph.nodes[12]!, state: "retired", pins: 2 };
+    const view = collapseChains(graph);
+    expect(view.nodes.map((n) => n.id)).toEqual(expect.arrayContaining(["c8", "c12"]));
+    const whole = collapseChains(graph, { foldWholeLineages: true });
+    expect(whole.nodes.map((n) => n.id)).toEqual(expect.arrayContaining(["c8", "c12"]));
+    expect(nodeBadges(graph.nodes[12]!)).toEqual(["pinned", "retired-held"]);
+    // Outside the state filter, c8 folds away; its group still says what it holds.
+    const groups = collapseChains(graph, { dimmed: new Set(["c8"]) }).nodes.flatMap((n) =>
+      n.kind === "group" ? [n.group] : [],
+    );
+    expect(groups.find((g) => g.filteredOut)).toMatchObject({
+      count: 1,
+      firstId: "c8",
+      marks: { pinned: 1, degraded: 1 },
+    });
+  });
+
+  it("reveals a node inside a folded run and folds the dimmed ones even in an expanded chain", () => {
+    const graph = lineage(20);
+    const revealed = collapseChains(graph, { reveal: new Set(["c10"]) });
+    expect(revealed.nodes.map((n) => n.id)).toContain("c10");
+    expect(revealed.nodes.filter((n) => n.kind === "group")).toHaveLength(2);
+    const dimmed = new Set(["c3", "c4", "c5"]);
+    const view = collapseChains(graph, { expanded: new Set(["lineage:L1"]), dimmed });
+    const groups = view.nodes.flatMap((n) => (n.kind === "group" ? [n.group] : []));
+    expect(groups).toEqual([expect.objectContaining({ count: 3, filteredOut: true, firstId: "c3", lastId: "c5" })]);
+    expect(view.edges.map((e) => `${e.source}>${e.target}`)).toEqual(
+      expect.arrayContaining([`c2>${groups[0]!.id}`, `${groups[0]!.id}>c6`]),
+    );
+  });
+
   it("folding whole lineages keeps their edges on the folded node and leaves baselines that seeded them", () => {
     const graph = lineage(20);
     graph.nodes.push(
@@ -129,9 +178,26 @@ describe("filterGraph", () => {
 
   it("filters by agent, state and time", () => {
     expect(filterGraph(graph, { agentId: "a2" }).nodes.map((n) => n.id)).toEqual(["o1"]);
-    expect(filterGraph(graph, { states: ["ready"] }).nodes.map((n) => n.id)).toEqual(["B", "c4"]);
+    // Other states are kept, dimmed, so the chain still joins what matched.
+    const ready = filterGraph(graph, { states: ["ready"] });
+    expect([...ready.dimmedIds].sort()).toEqual(["c1", "c2", "c3", "o1"]);
+    expect(ready.edges).toHaveLength(4);
     const timed = filterGraph(graph, { from: 2000, to: 3000 });
     expect(timed.nodes.map((n) => n.id)).toEqual(["c2", "c3"]);
     expect(timed.edges).toEqual([{ kind: "chain", source: "c2", target: "c3" }]);
+  });
+});
+
+describe("focusGraph and searchGraph", () => {
+  it("focus keeps ancestors and descendants, not siblings", () => {
+    const graph = lineage(3);
+    graph.nodes.push(node("x1", { chainId: "lineage:L2", lineageId: "L2", workContextId: "wc-2", branch: "fix/x" }));
+    graph.edges.push(edge("B", "x1", "seeded"));
+    expect(focusGraph(graph, "c2").nodes.map((n) => n.id)).toEqual(["B", "c1", "c2", "c3"]);
+    expect(focusGraph(graph, "B").nodes).toHaveLength(5);
+    expect(searchGraph(graph.nodes, "FIX/").map((h) => [h.id, h.matched])).toEqual([["x1", "branch"]]);
+    // c1..c3 by id, x1 by its work context (wc-2).
+    expect(searchGraph(graph.nodes, "c")).toHaveLength(4);
+    expect(searchGraph(graph.nodes, "  ")).toEqual([]);
   });
 });

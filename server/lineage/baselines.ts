@@ -27,6 +27,17 @@ import {
 } from "./snapshots.ts";
 import { clientFields } from "../domain/client-fields.ts";
 
+/**
+ * Which baseline of a key a new task gets: the one ready baseline (at most one exists: a partial
+ * unique index keeps it so). The acquire asks findReadyBaseline (and its PostgreSQL statement
+ * the same columns); the dashboard marks the current baseline of each key with isCurrentBaseline.
+ */
+const CURRENT_BASELINE = { class: "baseline", state: "ready" } as const;
+
+export function isCurrentBaseline(snapshot: { class: string; state: string }): boolean {
+  return snapshot.class === CURRENT_BASELINE.class && snapshot.state === CURRENT_BASELINE.state;
+}
+
 /** The ready baseline of a key (at most one exists: a partial unique index keeps it so). */
 export function findReadyBaseline(
   db: Db,
@@ -39,8 +50,7 @@ export function findReadyBaseline(
       backendKind: key.backendKind,
       baseImage: key.baseImage,
       canonicalRef: key.canonicalRef,
-      class: "baseline",
-      state: "ready",
+      ...CURRENT_BASELINE,
     },
     select: snapshotRefSelect,
   });

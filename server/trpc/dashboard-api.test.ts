@@ -42,6 +42,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
   /** Each procedure with harmless input (reads, or mutations on ids that do not exist). */
   const probes: Record<string, (c: Caller) => Promise<unknown>> = {
     "dashboard.graph": (c) => c.dashboard.graph({ repositoryId: h.repositoryId }),
+    "dashboard.graphSearch": (c) => c.dashboard.graphSearch({ repositoryId: h.repositoryId, text: "main" }),
     "dashboard.snapshot": (c) => c.dashboard.snapshot({ snapshotId: h.b1 }),
     "dashboard.pins": (c) => c.dashboard.pins({ keepingRetired: true }),
     "dashboard.liveHolds": (c) => c.dashboard.liveHolds({ status: "all" }),
@@ -62,6 +63,7 @@ describeEachDatabase("dashboard API roles", (catalog) => {
   // What each role gets past the gate to (NOT_FOUND for a probe id means the gate let it through).
   const expected: Record<string, Record<UserRole, string>> = {
     "dashboard.graph": { operator: "ok", support: "ok", admin: "ok" },
+    "dashboard.graphSearch": { operator: "ok", support: "ok", admin: "ok" },
     "dashboard.snapshot": { operator: "ok", support: "ok", admin: "ok" },
     "dashboard.pins": { operator: "ok", support: "ok", admin: "ok" },
     "dashboard.liveHolds": { operator: "ok", support: "ok", admin: "ok" },

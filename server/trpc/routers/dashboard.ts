@@ -8,7 +8,12 @@ import {
   collectionRunsInput,
   runCollectionNow,
 } from "../../gc/collection-overview.ts";
-import { repositoryGraph, repositoryGraphInput } from "../../dashboard/lineage-graph.ts";
+import {
+  repositoryGraphView,
+  repositoryGraphViewInput,
+  searchRepositoryGraph,
+  searchRepositoryGraphInput,
+} from "../../dashboard/lineage-graph.ts";
 import { inspectPins, inspectPinsInput } from "../../dashboard/pin-inspection.ts";
 import { previewRetirement, retirementSubjectInput } from "../../dashboard/retirement-preview.ts";
 import { retireLineageByUser, retireLineageByUserInput } from "../../lineage/retire-lineage-by-user.ts";
@@ -31,7 +36,8 @@ import {
 // The operator dashboard. Reads for every signed-in role; each mutation names its roles here,
 // on the server, whatever the pages show.
 export const dashboardRouter = router({
-  graph: staff.input(repositoryGraphInput).query(({ ctx, input }) => repositoryGraph(ctx.db, input)),
+  graph: staff.input(repositoryGraphViewInput).query(({ ctx, input }) => repositoryGraphView(ctx.db, input)),
+  graphSearch: staff.input(searchRepositoryGraphInput).query(({ ctx, input }) => searchRepositoryGraph(ctx.db, input)),
   // This server's host's pool: the one under its own data directory.
   repositoryPool: staff
     .input(repositoryPoolInput)

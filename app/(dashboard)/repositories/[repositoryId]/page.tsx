@@ -1,20 +1,15 @@
+import { Suspense } from "react";
 import { RepositoryGraphView } from "~/components/repository-graph-view.tsx";
 
 export const metadata = { title: "Lineage graph · Strata" };
 
-export default async function RepositoryGraphPage({
-  params,
-  searchParams,
-}: {
-  params: Promise<{ repositoryId: string }>;
-  searchParams: Promise<{ workContext?: string | string[] }>;
-}) {
+// The view (filters, expanded chains, focus, selection, layout) is in the URL's search
+// parameters, read by the client component, so a view can be shared.
+export default async function RepositoryGraphPage({ params }: { params: Promise<{ repositoryId: string }> }) {
   const { repositoryId } = await params;
-  const { workContext } = await searchParams;
   return (
-    <RepositoryGraphView
-      repositoryId={decodeURIComponent(repositoryId)}
-      initialWorkContext={typeof workContext === "string" ? workContext : ""}
-    />
+    <Suspense>
+      <RepositoryGraphView repositoryId={decodeURIComponent(repositoryId)} />
+    </Suspense>
   );
 }
