@@ -14,7 +14,7 @@ import { storeBytes as store } from "../server/testing/content.ts";
 import { oid } from "../server/testing/lineage.ts";
 
 /** The work context the diff's browser test compares. */
-export const DIFF_WORK_CONTEXT = "issue-530-avatar-upload";
+const DIFF_WORK_CONTEXT = "issue-530-avatar-upload";
 
 const ZERO = "0".repeat(40);
 

@@ -3,7 +3,7 @@
 // and its hunks. Pure; nothing here runs git.
 
 /** One line of a hunk: ' ' context, '-' removed, '+' added; `noEol` when "\ No newline" followed it. */
-export interface HunkLine {
+interface HunkLine {
   op: " " | "-" | "+";
   text: string;
   noEol: boolean;

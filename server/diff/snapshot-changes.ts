@@ -24,7 +24,7 @@ export interface FileVersion {
   text: SparseText | null;
 }
 
-export interface PathState {
+interface PathState {
   /** The file at HEAD, as the first patch that touched it described it (null: not in HEAD). */
   head: FileVersion | null;
   /** The file in the snapshot (null: not in the snapshot). */

@@ -5,7 +5,7 @@
 // neither changed is the same in both, whatever it holds. Pure.
 import type { Hunk } from "./patch-sections.ts";
 
-export interface KnownLine {
+interface KnownLine {
   text: string;
   /** The file ends here without a newline. */
   noEol: boolean;
@@ -100,15 +100,6 @@ export function applyHunks(text: SparseText, hunks: readonly Hunk[], head: HeadL
     }
   }
   return out;
-}
-
-/** The file's text split into lines (a final line without a newline is marked). */
-export function textLines(content: string): SparseText {
-  if (content === "") return [];
-  const parts = content.split("\n");
-  const noEol = parts.at(-1) !== "";
-  if (!noEol) parts.pop();
-  return parts.map((text, n) => ({ line: { text, noEol: noEol && n === parts.length - 1 } }));
 }
 
 interface Atom {

@@ -39,7 +39,6 @@ export const dashboardDiffInput = z.strictObject({
 export type DashboardDiffInput = z.input<typeof dashboardDiffInput>;
 
 const FILE_CHANGES = ["added", "modified", "deleted", "mode", "unknown"] as const;
-export type FileChange = (typeof FILE_CHANGES)[number];
 
 /**
  * `text`: a unified diff is given; `binary`: named with its sizes, never shown; `not-held`: the
