@@ -80,10 +80,10 @@ function FiguresTable({ preview, run }: { preview: Finished; run: Finished | nul
 }
 
 function summary(t: Tally): string {
+  const n = (count: number, one: string) => `${count} ${one}${count === 1 ? "" : "s"}`;
   return (
-    `${t.layersDeleted} layer${t.layersDeleted === 1 ? "" : "s"} (${formatBytes(t.layerBytes)}), ` +
-    `${t.blobsDeleted} blob${t.blobsDeleted === 1 ? "" : "s"}, ${t.snapshotsReleased} retired snapshot` +
-    `${t.snapshotsReleased === 1 ? "" : "s"} released; ${formatBytes(t.bytesFreed)} freed`
+    `${n(t.snapshotsReleased, "retired snapshot")} released, ${n(t.layersDeleted, "layer")} ` +
+    `(${formatBytes(t.layerBytes)}) and ${n(t.blobsDeleted, "blob")} deleted, ${formatBytes(t.bytesFreed)} freed`
   );
 }
 
@@ -240,7 +240,7 @@ export function CollectionView() {
             {preview ? (
               <>
                 <p data-testid="gc-confirm-figures">
-                  The dry run <When at={preview.startedAt} /> says this run will delete {summary(preview.tally)}.
+                  The dry run <When at={preview.startedAt} /> says what this run will do: {summary(preview.tally)}.
                 </p>
                 <FiguresTable preview={preview} run={null} />
                 <div className="actions">
