@@ -16,6 +16,7 @@ const LINKS = [
   { href: "/degraded", label: "Degraded restores" },
   { href: "/gc", label: "Garbage collection" },
   { href: "/audit", label: "Audit log" },
+  { href: "/api-docs", label: "API" },
 ];
 
 /** How often the footer asks the server how it is (also how soon a stopped server is noticed). */
