@@ -1,13 +1,14 @@
 "use client";
 // The queue of restores that came back degraded or unrestored: what each restored, what is
 // missing, the next step; support (and admins) discard one with a reason.
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
 import type { AppRouter } from "~/server/trpc/root.ts";
 import { Dialog } from "./dialog.tsx";
-import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { LoadMore, QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { PageSizePicker, usePageSize } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { useCan } from "./viewer.tsx";
 
@@ -143,7 +144,21 @@ export function DegradedRestoresView() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [status, setStatus] = useState<"open" | "discarded">("open");
-  const query = useQuery(trpc.degradedRestore.list.queryOptions({ status }));
+  const size = usePageSize(50);
+  const query = useInfiniteQuery(
+    trpc.degradedRestore.list.infiniteQueryOptions(
+      { status, limit: size },
+      {
+        // The list is plain: a full page may have more after its last item.
+        getNextPageParam: (page) => {
+          const last = page.at(-1);
+          const at = last ? (status === "open" ? last.createdAt : last.discardedAt) : null;
+          return page.length === size && last && at ? { at, id: last.id } : undefined;
+        },
+      },
+    ),
+  );
+  const rows = query.data?.pages.flat();
   const canDiscard = useCan("discard");
   const [discarding, setDiscarding] = useState<Item | null>(null);
   const [reason, setReason] = useState("");
@@ -178,7 +193,7 @@ export function DegradedRestoresView() {
         </p>
       ) : null}
       <QueryView
-        query={query}
+        query={{ data: rows, isPending: query.isPending, error: query.error }}
         isEmpty={(rows) => rows.length === 0}
         empty={{
           title: status === "open" ? "No degraded restores waiting" : "Nothing discarded yet",
@@ -192,11 +207,15 @@ export function DegradedRestoresView() {
         }}
       >
         {(rows) => (
-          <div className="notices">
-            {rows.map((item) => (
-              <NoticeCard key={item.id} item={item} onDiscard={canDiscard ? setDiscarding : undefined} />
-            ))}
-          </div>
+          <>
+            <div className="notices">
+              {rows.map((item) => (
+                <NoticeCard key={item.id} item={item} onDiscard={canDiscard ? setDiscarding : undefined} />
+              ))}
+            </div>
+            <LoadMore query={query} />
+            <PageSizePicker size={size} shown={rows.length} />
+          </>
         )}
       </QueryView>
       <Dialog

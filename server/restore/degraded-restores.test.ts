@@ -28,6 +28,36 @@ describeEachDatabase("degraded-restore notices", (catalog) => {
     expect(Math.round(days)).toBe(30);
   });
 
+  it("pages the queue by cursor: every open notice once, oldest first; discarded ones newest first", async () => {
+    const db = catalog().db;
+    await buildHistory(db);
+    await buildHistory(db);
+    const support = await makeUser(db, "support");
+    const whole = await listDegradedRestores(db, { limit: 500 });
+    expect(whole.length).toBeGreaterThanOrEqual(2);
+    const walk = async (status: "open" | "discarded") => {
+      const seen: string[] = [];
+      let cursor: { at: Date; id: string } | undefined;
+      for (;;) {
+        const page = await listDegradedRestores(db, { status, limit: 1, ...(cursor ? { cursor } : {}) });
+        seen.push(...page.map((r) => r.id));
+        const last = page.at(-1);
+        const at = last ? (status === "open" ? last.createdAt : last.discardedAt) : null;
+        if (page.length < 1 || !last || !at) return seen;
+        cursor = { at, id: last.id };
+      }
+    };
+    expect(await walk("open")).toEqual(whole.map((r) => r.id));
+    // Two discarded, the newest first.
+    for (const item of whole.slice(0, 2)) {
+      await discardDegraded(db, { restoreId: item.id, reason: "paging test", user: support });
+    }
+    const discarded = await listDegradedRestores(db, { status: "discarded", limit: 500 });
+    expect(await walk("discarded")).toEqual(discarded.map((r) => r.id));
+    const times = discarded.map((r) => r.discardedAt!.getTime());
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+  });
+
   it("lists unrestored restores too", async () => {
     const db = catalog().db;
     const h = await buildHistory(db);

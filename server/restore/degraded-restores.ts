@@ -19,6 +19,7 @@ import { recordAuditEvent } from "../audit/record-audit-event.ts";
 import { dbNow } from "../db/sql.ts";
 import { isPinActive, releasePin } from "../content/pins.ts";
 import { clientFields } from "../domain/client-fields.ts";
+import { pageDirectionSchema } from "../domain/paging.ts";
 
 /** Outcomes that put a restore in the queue. */
 const NOTICE_OUTCOMES = ["degraded", "unrestored"] as const;
@@ -27,6 +28,13 @@ type NoticeOutcome = (typeof NOTICE_OUTCOMES)[number];
 export const listDegradedRestoresInput = z.strictObject({
   /** open: still in the queue; discarded: already handled. */
   status: z.enum(["open", "discarded"]).default("open"),
+  /**
+   * The last item of the previous page: its time in the list's order (createdAt for open,
+   * discardedAt for discarded) and its id. The answer stays a plain list; a page shorter than
+   * `limit` is the last.
+   */
+  cursor: z.strictObject({ at: z.date(), id: z.string().min(1).max(200) }).optional(),
+  direction: pageDirectionSchema,
   limit: z.number().int().min(1).max(500).default(200),
 });
 export type ListDegradedRestoresInput = z.input<typeof listDegradedRestoresInput>;
@@ -63,10 +71,18 @@ function outcomeOf(row: { outcome: string }): NoticeOutcome {
 
 export async function listDegradedRestores(db: Db, input: ListDegradedRestoresInput = {}) {
   const opts = listDegradedRestoresInput.parse(input);
+  const after = opts.cursor;
+  // Open notices oldest first (the queue), discarded ones newest first; ties broken by id.
+  const afterCursor: Prisma.RestoreWhereInput = !after
+    ? {}
+    : opts.status === "open"
+      ? { OR: [{ createdAt: { gt: after.at } }, { createdAt: after.at, id: { gt: after.id } }] }
+      : { OR: [{ discardedAt: { lt: after.at } }, { discardedAt: after.at, id: { gt: after.id } }] };
   const rows = await db.restore.findMany({
     where: {
       outcome: { in: [...NOTICE_OUTCOMES] },
       discardedAt: opts.status === "open" ? null : { not: null },
+      ...afterCursor,
     },
     orderBy: opts.status === "open" ? [{ createdAt: "asc" }, { id: "asc" }] : [{ discardedAt: "desc" }, { id: "asc" }],
     take: opts.limit,
