@@ -1,5 +1,5 @@
 // Test support: a real catalog outage seen through the app's own route handlers (the ones Next
-// serves: app/api/trpc, app/api/blobs, app/api/auth) and the dashboard layout's session check.
+// serves: app/api/trpc, app/api/v1, app/api/blobs, app/api/auth) and the dashboard layout's session check.
 // PostgreSQL: a private cluster (private-postgres.ts) stopped and started again. SQLite: the
 // catalog's directory moved away after the app made its catalog handle but before it first opened
 // the file (an open file would stay readable), and moved back.
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as authRoute from "../../app/api/auth/[...all]/route.ts";
 import * as blobRoute from "../../app/api/blobs/[digest]/route.ts";
 import * as trpcRoute from "../../app/api/trpc/[[...trpc]]/route.ts";
+import * as restRoute from "../../app/api/v1/[[...path]]/route.ts";
 import { createAgent } from "../auth/agents.ts";
 import { createAuth, createUser, dashboardViewer, getAuth } from "../auth/dashboard-auth.ts";
 import { loadConfig } from "../config/config.ts";
@@ -139,6 +140,10 @@ export function describeCatalogOutage(kind: DatabaseKind) {
           },
         ),
       "tRPC dashboard call (session cookie)": () => trpc("dashboard.collection", { cookie }),
+      "REST agent call (/api/v1)": () =>
+        restRoute.GET(
+          new Request(`${ORIGIN}/api/v1/lineage/list?limit=5`, { headers: { authorization: `Bearer ${token}` } }),
+        ),
       "blob GET": () => blobRoute.GET(blobRequest("GET", storedDigest), params(storedDigest)),
       "blob PUT": () => blobRoute.PUT(blobRequest("PUT", freshDigest, fresh), params(freshDigest)),
       "auth: session": () => authRoute.GET(new Request(`${ORIGIN}/api/auth/get-session`, { headers: { cookie } })),
@@ -185,6 +190,7 @@ export function describeCatalogOutage(kind: DatabaseKind) {
         "tRPC agent call (plain JSON)": 200,
         "tRPC agent batch (the SDK's link)": 200,
         "tRPC dashboard call (session cookie)": 200,
+        "REST agent call (/api/v1)": 200,
         "blob GET": 200,
         "blob PUT": 201,
         "auth: session": 200,
