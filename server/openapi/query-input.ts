@@ -6,7 +6,7 @@
 
 type JsonSchema = Record<string, unknown>;
 
-export interface QueryField {
+interface QueryField {
   name: string;
   schema: JsonSchema;
   required: boolean;
