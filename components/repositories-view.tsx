@@ -1,15 +1,23 @@
 "use client";
-import { useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import { PageSizePicker, usePageSize } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { QueryView, When } from "./query-view.tsx";
+import { LoadMore, QueryView, When } from "./query-view.tsx";
 
 export function RepositoriesView() {
   const trpc = useTRPC();
-  const query = useQuery(trpc.browse.repositories.queryOptions());
+  const size = usePageSize(100);
+  const query = useInfiniteQuery(
+    trpc.browse.repositories.infiniteQueryOptions(
+      { limit: size },
+      { getNextPageParam: (page) => page.nextCursor ?? undefined },
+    ),
+  );
+  const rows = query.data?.pages.flatMap((p) => p.items);
   return (
     <QueryView
-      query={query}
+      query={{ data: rows, isPending: query.isPending, error: query.error }}
       isEmpty={(rows) => rows.length === 0}
       empty={{
         title: "No repositories yet",
@@ -53,6 +61,8 @@ export function RepositoriesView() {
               ))}
             </tbody>
           </table>
+          <LoadMore query={query} />
+          <PageSizePicker size={size} shown={rows.length} />
         </div>
       )}
     </QueryView>

@@ -11,7 +11,7 @@ import {
   runCollectionNow,
 } from "../gc/collection-overview.ts";
 import { inspectPins } from "./pin-inspection.ts";
-import { listRestores } from "./browse.ts";
+import { listRepositories, listRestores } from "./browse.ts";
 import { pinSnapshot } from "../content/pins.ts";
 import { previewRetirement } from "./retirement-preview.ts";
 import { retireLineageByUser } from "../lineage/retire-lineage-by-user.ts";
@@ -360,6 +360,31 @@ describeEachDatabase("dashboard services", (catalog) => {
     );
     expect(new Set(seen.slice(0, 230))).toEqual(mine);
     await expect(listRestores(db, { cursor: "not-a-cursor" })).rejects.toSatisfy((e) =>
+      isStrataError(e, "INVALID_INPUT"),
+    );
+  });
+
+  it("pages repositories by name, ties on the name broken by id, every one once", async () => {
+    const db = catalog().db;
+    const tag = randomUUID().slice(0, 8);
+    for (const name of ["b", "a", "b", "c", "a"]) {
+      await db.repository.create({ data: { identity: `example.com/${tag}/${randomUUID()}`, name: `${name}-${tag}` } });
+    }
+    const total = await db.repository.count();
+    const seen: { name: string; id: string }[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listRepositories(db, { limit: 2, ...(cursor ? { cursor } : {}) });
+      expect(page.items.length).toBeLessThanOrEqual(2);
+      seen.push(...page.items.map((r) => ({ name: r.name, id: r.id })));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(seen).toHaveLength(total);
+    expect(new Set(seen.map((r) => r.id)).size).toBe(total);
+    // By name (the database's collation orders other tests' names; these differ in their first letter).
+    const mine = seen.filter((r) => r.name.endsWith(tag));
+    expect(mine.map((r) => r.name[0])).toEqual(["a", "a", "b", "b", "c"]);
+    await expect(listRepositories(db, { cursor: "bm9wZQ" })).rejects.toSatisfy((e) =>
       isStrataError(e, "INVALID_INPUT"),
     );
   });

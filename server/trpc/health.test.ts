@@ -21,7 +21,7 @@ describeEachDatabase("health and dashboard reads", (catalog, kind) => {
   describe("an empty catalog", () => {
     it("lists no repositories, snapshots, pins or restores", async () => {
       const c = caller();
-      expect(await c.browse.repositories()).toEqual([]);
+      expect(await c.browse.repositories()).toEqual({ items: [], nextCursor: null });
       expect(await c.browse.snapshots({})).toEqual({ items: [], nextCursor: null });
       expect(await c.browse.restores()).toEqual({ items: [], nextCursor: null });
       const pins = await c.dashboard.pins({});
