@@ -24,42 +24,58 @@ async function seriousViolations(page: Page, label: string): Promise<string[]> {
     );
 }
 
-for (const size of SIZES) {
-  for (const scheme of SCHEMES) {
-    test.describe(`${size.name}, ${scheme} theme`, () => {
-      test.use({ viewport: size.viewport, colorScheme: scheme });
-
-      test("every dashboard page and the 404 have no serious or critical axe violation", async ({ page }) => {
-        test.setTimeout(240_000);
-        await signIn(page, "operator");
-        const pages = await dashboardPages(page);
-        expect(pages.length).toBeGreaterThanOrEqual(10);
-        const found: string[] = [];
-        for (const p of pages) {
-          await openSettled(page, p.path);
-          found.push(...(await seriousViolations(page, p.route)));
-        }
-        // The navigation opened on a phone (a dialog-like panel over the page) is checked too.
-        if (size.name === "phone") {
-          await openSettled(page, "/pins");
-          await page.getByRole("button", { name: "Menu" }).click();
-          await expect(page.getByRole("navigation", { name: "Main" })).toBeVisible();
-          found.push(...(await seriousViolations(page, "/pins with the menu open")));
-        }
-        await openSettled(page, "/no-such-page");
-        found.push(...(await seriousViolations(page, "404")));
-        expect(found).toEqual([]);
-      });
-
-      test("the sign-in page and the signed-out 404 have no serious or critical axe violation", async ({ page }) => {
-        await page.goto("/signin");
-        await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
-        const found = await seriousViolations(page, "/signin");
-        await page.goto("/no-such-page/at-all");
-        await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
-        found.push(...(await seriousViolations(page, "signed-out 404")));
-        expect(found).toEqual([]);
-      });
-    });
+/** The page as it is now, in both themes (the system setting, emulated); a screenshot of the dark one. */
+async function inBothThemes(page: Page, label: string, darkShot?: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const colorScheme of SCHEMES) {
+    await page.emulateMedia({ colorScheme });
+    found.push(...(await seriousViolations(page, `${label} (${colorScheme})`)));
+    if (colorScheme === "dark" && darkShot) await page.screenshot({ path: `e2e/screenshots/${darkShot}.png` });
   }
+  await page.emulateMedia({ colorScheme: "light" });
+  return found;
+}
+
+for (const size of SIZES) {
+  test.describe(size.name, () => {
+    test.use({ viewport: size.viewport });
+
+    test("every dashboard page and the 404, light and dark: no serious or critical axe violation", async ({ page }) => {
+      test.setTimeout(600_000);
+      await signIn(page, "operator");
+      const pages = await dashboardPages(page);
+      expect(pages.length).toBeGreaterThanOrEqual(10);
+      const found: string[] = [];
+      for (const p of pages) {
+        await openSettled(page, p.path);
+        const slug = p.route.slice(1).replace(/[[\]]/g, "").replace(/\//g, "-");
+        found.push(...(await inBothThemes(page, p.route, `dark-${size.name}-${slug}`)));
+      }
+      // The navigation opened on a phone (the menu over the page) is checked too.
+      if (size.name === "phone") {
+        await openSettled(page, "/pins");
+        await page.getByRole("button", { name: "Menu" }).click();
+        await expect(page.getByRole("navigation", { name: "Main" })).toBeVisible();
+        found.push(...(await inBothThemes(page, "/pins with the menu open")));
+      }
+      await openSettled(page, "/no-such-page");
+      found.push(...(await inBothThemes(page, "404")));
+      await page.goto("/snapshots/not-a-snapshot");
+      await expect(page.getByTestId("error-panel")).toBeVisible();
+      found.push(...(await inBothThemes(page, "a snapshot id that names nothing")));
+      expect(found).toEqual([]);
+    });
+
+    test("the sign-in page and the signed-out 404, light and dark: no serious or critical axe violation", async ({
+      page,
+    }) => {
+      await page.goto("/signin");
+      await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+      const found = await inBothThemes(page, "/signin");
+      await page.goto("/no-such-page/at-all");
+      await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+      found.push(...(await inBothThemes(page, "signed-out 404")));
+      expect(found).toEqual([]);
+    });
+  });
 }

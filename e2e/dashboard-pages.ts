@@ -50,10 +50,15 @@ export async function dashboardPages(page: Page): Promise<{ route: string; path:
   return pages;
 }
 
-/** Opens a page and waits until its data is shown (no "Loading…" left, the network quiet). */
+/**
+ * Opens a page and waits until its data is shown: its heading, and nothing still loading. (Not
+ * "network idle": the app router keeps prefetching the pages the links name, which can take long
+ * on a busy machine and changes nothing on this page.)
+ */
 export async function openSettled(page: Page, address: string): Promise<void> {
   await page.goto(address);
   await expect(page.getByRole("heading", { level: 1 }).first()).toBeVisible();
   await expect(page.getByText("Loading…", { exact: true })).toHaveCount(0);
-  await page.waitForLoadState("networkidle");
+  // Nor any other status still at work ("Laying out the graph…", "Reading what this would do…").
+  await expect(page.locator('main [role="status"]').filter({ hasText: /…$/ })).toHaveCount(0);
 }
