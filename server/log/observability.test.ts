@@ -157,6 +157,12 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
     expect(put.status).toBe(201);
     const refused = await query("job.list", {}, { authorization: `Bearer ${token}x` });
     expect(refused.status).toBe(401);
+    // The same calls over REST (/api/v1).
+    const restRefused = await fetch(`${server.url}/api/v1/job/list`, {
+      headers: { authorization: `Bearer ${token}x` },
+    });
+    expect(restRefused.status).toBe(401);
+    expect((await fetch(`${server.url}/api/v1/job/list?limit=5`, { headers: bearer })).status).toBe(200);
 
     // A dashboard user signs in with a password; their session cookie calls a page's query.
     const signIn = await fetch(`${server.url}/api/auth/sign-in/email`, {
@@ -200,6 +206,12 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
     );
     expect(requests).toContainEqual(
       expect.objectContaining({ procedures: ["job.list"], status: 401, outcome: "UNAUTHORIZED" }),
+    );
+    expect(requests).toContainEqual(
+      expect.objectContaining({ route: "/api/v1/job/list", status: 401, outcome: "UNAUTHORIZED" }),
+    );
+    expect(requests).toContainEqual(
+      expect.objectContaining({ route: "/api/v1/job/list", agentId: agent.agentId, status: 200, outcome: "OK" }),
     );
     const user = await catalog().db.user.findFirstOrThrow({ where: { email: `admin-${kind}@example.com` } });
     expect(requests).toContainEqual(

@@ -49,7 +49,7 @@ function routeLabel(pathname: string, status: number, procedures: string[] | nul
   return segments.join("/") || "/";
 }
 
-/** The Strata error codes an error answer's JSON holds (tRPC's data.strata, or a route's error). */
+/** The Strata error codes an error answer's JSON holds (tRPC's data.strata, a route's error, a REST answer). */
 function errorCodesIn(value: unknown, codes: string[], depth = 0): void {
   if (depth > 8 || value === null || typeof value !== "object") return;
   if (Array.isArray(value)) {
@@ -57,6 +57,11 @@ function errorCodesIn(value: unknown, codes: string[], depth = 0): void {
     return;
   }
   const o = value as Record<string, unknown>;
+  // A REST answer (/api/v1) is the StrataError itself.
+  if (depth === 0 && typeof o.code === "string" && typeof o.retryable === "boolean" && ERROR_CODE.test(o.code)) {
+    codes.push(o.code);
+    return;
+  }
   const strata = o.strata as { code?: unknown } | null | undefined;
   if (typeof strata?.code === "string") {
     if (ERROR_CODE.test(strata.code)) codes.push(strata.code);
