@@ -27,7 +27,7 @@ function snapshotIdIn(text: string): string {
 
 function SideLabel({ side }: { side: Side }) {
   return (
-    <>
+    <span className="diff-side">
       <Link href={`/snapshots/${side.id}`}>
         {side.class === "checkpoint" ? `checkpoint #${side.sequence}` : "baseline"} <ShortId id={side.id} />
       </Link>{" "}
@@ -37,7 +37,7 @@ function SideLabel({ side }: { side: Side }) {
         {side.workContextId ? `${side.workContextId} · ` : ""}
         {side.head ? `HEAD ${side.head.slice(0, 12)}` : "no HEAD recorded"}
       </span>
-    </>
+    </span>
   );
 }
 
@@ -94,7 +94,8 @@ function UnifiedDiff({ f }: { f: FileDiff }) {
   if (f.content === "not-held") return <p className="diff-note">Content not held.</p>;
   if (!f.diff) return <p className="diff-note">No line changed.</p>;
   return (
-    <div className="diff-scroll">
+    // Focusable, so a keyboard can scroll a long line into view.
+    <div className="diff-scroll" tabIndex={0} role="group" aria-label={`Diff of ${f.path}`}>
       <table className="diff-table">
         <caption className="diff-hidden">Unified diff of {f.path}</caption>
         <thead className="diff-hidden">

@@ -1,6 +1,7 @@
 // An operator compares two snapshots of the seeded history (scripts/diff-seed.ts): one click
 // from a checkpoint's page to the diff with its predecessor, then pasting ids by hand, on a
 // desktop and on a phone.
+import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 import { callTrpc, expect, test } from "./fixtures.ts";
 import { signIn } from "./users.ts";
@@ -27,6 +28,20 @@ async function seededCheckpoints(page: Page): Promise<string[]> {
     cursor = page_.nextCursor;
   } while (cursor);
   return found.sort((a, b) => a.sequence - b.sequence).map((s) => s.id);
+}
+
+/** Serious and critical axe-core violations of the page, in the light and the dark theme. */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  const found: string[] = [];
+  for (const colorScheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme });
+    const { violations } = await new AxeBuilder({ page }).analyze();
+    for (const v of violations)
+      if (v.impact === "serious" || v.impact === "critical")
+        found.push(`${colorScheme}: ${v.id} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  return found;
 }
 
 async function expectSeededDiff(page: Page) {
@@ -77,6 +92,7 @@ test("an operator compares a checkpoint with its predecessor in one click, then 
   await expect(page.getByRole("heading", { level: 1, name: "Compare snapshots" })).toBeVisible();
   await expectSeededDiff(page);
   await page.screenshot({ path: "e2e/screenshots/diff-desktop.png", fullPage: true });
+  expect(await accessibilityProblems(page)).toEqual([]);
 
   // Pasted by hand: a link to a snapshot's page and a bare id, swapped round.
   await page.goto("/diff");
@@ -103,4 +119,7 @@ test("the diff on a phone: the page keeps to the screen, the diff scrolls in its
   expect(overflow).toBeLessThanOrEqual(0);
   await expect(page.getByRole("textbox", { name: "To", exact: true })).toBeInViewport();
   await page.screenshot({ path: "e2e/screenshots/diff-phone.png", fullPage: true });
+  expect(await accessibilityProblems(page)).toEqual([]);
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.screenshot({ path: "e2e/screenshots/diff-phone-dark.png", fullPage: true });
 });
