@@ -23,6 +23,9 @@ import { makeUser } from "../testing/dashboard.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { createCaller } from "../trpc/root.ts";
 import type { UserScope } from "../domain/scope.ts";
+import { appendCheckpoint } from "../lineage/checkpoints.ts";
+import { retireSnapshot } from "../lineage/retirement.ts";
+import { oid } from "../testing/lineage.ts";
 import { diffAgentSnapshots, diffSnapshotsForStaff } from "./diff-snapshots.ts";
 
 afterAll(removeTemporaryDirectories);
@@ -194,6 +197,32 @@ describeEachDatabase("snapshot diff", (catalog) => {
     expect(shown).toBeLessThanOrEqual(300);
     expect(budget.cut.diffs).toBeGreaterThan(0);
     expect(file(budget, "src/app.ts").note).toMatch(/were used up/);
+  });
+
+  it("says when a snapshot's capture record is not held, and hides a retired snapshot unless asked", async () => {
+    const db = catalog().db;
+    // A checkpoint published with its short manifest only: no capture record, no patches.
+    const bare = await appendCheckpoint(db, {
+      agent: owner.scope,
+      key: {
+        repository: { identity: repository },
+        backendKind: "local",
+        baseImage: "test-image",
+        workContextId: uniqueName("wc"),
+      },
+      observedHeadId: null,
+      manifest: { treeId: oid("tree:bare"), head: oid("head:bare"), branch: "main", blobDigests: [], sizeBytes: 0 },
+    });
+    const id = bare.snapshot.id;
+    const diff = await diffAgentSnapshots(db, { from: first, to: id, agent: owner.scope });
+    expect(diff).toMatchObject({ completeness: "unknown", identical: false, files: [], to: { recordHeld: false } });
+    expect(diff.notes).toEqual([expect.stringContaining(`holds no readable capture record of snapshot ${id}`)]);
+
+    await retireSnapshot(db, { snapshotId: id, actor: { type: "system" } });
+    const hidden = await diffAgentSnapshots(db, { from: first, to: id, agent: owner.scope }).catch((e: unknown) => e);
+    expect(isStrataError(hidden, "NOT_FOUND")).toBe(true);
+    const asked = await diffAgentSnapshots(db, { from: first, to: id, agent: owner.scope, includeRetired: true });
+    expect(asked.to).toMatchObject({ id, state: "retired" });
   });
 
   it("answers another agent's snapshot as not found, and refuses snapshots of two repositories", async () => {
