@@ -225,6 +225,23 @@ describeEachDatabase("snapshot diff", (catalog) => {
     expect(asked.to).toMatchObject({ id, state: "retired" });
   });
 
+  it("names at most 100 secret paths and counts the rest in a note", async () => {
+    const db = catalog().db;
+    const root = initRepository({ "a.txt": "a\n" });
+    for (let i = 0; i < 102; i += 1) write(root, `.env.${String(i).padStart(3, "0")}`, `TOKEN=${SECRET}\n`);
+    write(root, "a.txt", "b\n");
+    const target = checkpointTarget(`${repository}-secrets`, uniqueName("wc"));
+    const id = (await captureAndPublish(localCatalog(db, owner.scope), { dir: root, target })).snapshotId;
+    const diff = await diffAgentSnapshots(db, { from: id, to: id, agent: owner.scope });
+    expect(diff).toMatchObject({
+      identical: true,
+      notes: ["2 more secret paths were left out of the captures; not listed."],
+    });
+    expect(diff.denied).toHaveLength(100);
+    expect(diff.denied[0]).toBe(".env.000");
+    expect(JSON.stringify(diff)).not.toContain(SECRET);
+  });
+
   it("answers another agent's snapshot as not found, and refuses snapshots of two repositories", async () => {
     const db = catalog().db;
     const refused = await diffAgentSnapshots(db, { from: first, to: second, agent: other.scope }).catch(

@@ -148,6 +148,9 @@ async function changesOf(
   return { changes: null, recordHeld: false };
 }
 
+/** Secret paths named at most (the rest are counted in a note). */
+const DENIED_LISTED = 100;
+
 const EMPTY_STAT = { files: 0, added: 0, modified: 0, deleted: 0, additions: 0, deletions: 0 };
 
 async function compareSnapshots(db: Db, from: DiffRow, to: DiffRow, limits: Limits): Promise<SnapshotDiff> {
@@ -177,7 +180,12 @@ async function compareSnapshots(db: Db, from: DiffRow, to: DiffRow, limits: Limi
     to: sideOf(to, b.recordHeld, b.changes?.tree ?? null, b.changes?.head ?? null),
     limits,
   };
-  const denied = [...new Set([...(a.changes?.denied ?? []), ...(b.changes?.denied ?? [])])].sort().slice(0, 100);
+  const allDenied = [...new Set([...(a.changes?.denied ?? []), ...(b.changes?.denied ?? [])])].sort();
+  const denied = allDenied.slice(0, DENIED_LISTED);
+  const deniedNote =
+    allDenied.length > denied.length
+      ? [`${allDenied.length - denied.length} more secret paths were left out of the captures; not listed.`]
+      : [];
   const treeA = base.from.tree;
   const treeB = base.to.tree;
   if (treeA && treeA === treeB) {
@@ -189,7 +197,7 @@ async function compareSnapshots(db: Db, from: DiffRow, to: DiffRow, limits: Limi
       denied,
       stat: EMPTY_STAT,
       cut: { files: 0, diffs: 0 },
-      notes: [],
+      notes: deniedNote,
     };
   }
   if (!a.changes || !b.changes) {
@@ -202,10 +210,13 @@ async function compareSnapshots(db: Db, from: DiffRow, to: DiffRow, limits: Limi
       denied,
       stat: EMPTY_STAT,
       cut: { files: 0, diffs: 0 },
-      notes: missing.map(
-        (r) =>
-          `The catalog holds no readable capture record of snapshot ${r.id} (or a change set it names is no longer stored), so its files cannot be listed; the trees differ.`,
-      ),
+      notes: [
+        ...missing.map(
+          (r) =>
+            `The catalog holds no readable capture record of snapshot ${r.id} (or a change set it names is no longer stored), so its files cannot be listed; the trees differ.`,
+        ),
+        ...deniedNote,
+      ],
     };
   }
   const sameHead = a.changes.head === b.changes.head;
@@ -224,7 +235,7 @@ async function compareSnapshots(db: Db, from: DiffRow, to: DiffRow, limits: Limi
     identical: false,
     completeness: sameHead ? "exact" : "changes-only",
     denied,
-    notes,
+    notes: [...notes, ...deniedNote],
     ...bounded(entries, limits),
   };
 }
