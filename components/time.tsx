@@ -39,7 +39,7 @@ function subscribe(listener: () => void): () => void {
 const pad = (n: number) => String(n).padStart(2, "0");
 
 /** "2026-12-02 03:14:05 UTC" */
-export function formatUtc(date: Date): string {
+function formatUtc(date: Date): string {
   return `${date.toISOString().replace("T", " ").slice(0, 19)} UTC`;
 }
 

@@ -6,7 +6,7 @@ import type { Db } from "../db/client.ts";
 const REFERENCE = /^(agent|user):(.+)$/;
 
 /** The display name of each reference that names a known agent or user ("agent build-bot", an email). */
-export async function holderNames(db: Db, references: readonly (string | null | undefined)[]) {
+async function holderNames(db: Db, references: readonly (string | null | undefined)[]) {
   const ids = { agent: new Set<string>(), user: new Set<string>() };
   for (const ref of references) {
     const m = ref ? REFERENCE.exec(ref) : null;
