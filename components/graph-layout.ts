@@ -2,7 +2,7 @@
 import dagre from "@dagrejs/dagre";
 
 export const NODE_WIDTH = 224;
-export const NODE_HEIGHT = 80;
+export const NODE_HEIGHT = 92;
 
 export interface Positioned {
   positions: Map<string, { x: number; y: number }>;

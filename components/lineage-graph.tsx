@@ -158,7 +158,7 @@ const NODE_TYPES: NodeTypes = { snapshot: SnapshotNodeView, group: GroupNodeView
 
 const MAX_LABELLED_EDGES = 150;
 /** Up to this many nodes every node stays in the page (findable, a Tab stop); above, only what is on screen. */
-const ALWAYS_RENDERED = 400;
+const ALWAYS_RENDERED = 120;
 
 const EDGE_STYLE: Record<string, { stroke: string; dash?: string; label?: string }> = {
   chain: { stroke: "#4b5563" },
@@ -245,6 +245,8 @@ export function LineageGraph(props: LineageGraphProps) {
 }
 
 const PAN_STEP = 120;
+/** The canvas width from which the minimap is shown (also in app/globals.css). */
+const MINIMAP_FROM = 700;
 
 function DrawnGraph({
   nodes: viewNodes,
@@ -349,7 +351,9 @@ function DrawnGraph({
       for (const p of laid.positions.values()) if (!newest || p.x > newest.x) newest = p;
       if (!newest) return;
       const width = el.clientWidth;
-      const x = Math.min(16, width - 24 - (newest.x + NODE_WIDTH) * zoom);
+      // Left of the minimap (bottom right) where it is shown; CSS hides it on narrow canvases.
+      const margin = width >= MINIMAP_FROM ? 240 : 24;
+      const x = Math.min(16, width - margin - (newest.x + NODE_WIDTH) * zoom);
       const y = el.clientHeight / 2 - (newest.y + NODE_HEIGHT / 2) * zoom;
       void flow.setViewport({ x, y, zoom });
     },

@@ -257,7 +257,12 @@ export function RepositoryGraphView({ repositoryId }: { repositoryId: string }) 
 
 /** On a phone the canvas is above the detail and below the filters: bring it on screen. */
 function showGraph() {
-  document.querySelector("[data-testid=lineage-graph]")?.scrollIntoView({ block: "nearest" });
+  // After the page has re-rendered (the detail beside or below the graph changes height).
+  requestAnimationFrame(() => {
+    const canvas = document.querySelector("[data-testid=lineage-graph]");
+    const box = canvas?.getBoundingClientRect();
+    if (box && (box.top < 0 || box.bottom > window.innerHeight)) canvas?.scrollIntoView({ block: "start" });
+  });
 }
 
 function CurrentBaselines({

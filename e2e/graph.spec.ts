@@ -34,6 +34,8 @@ async function repositoryIdOf(page: Page): Promise<string> {
 for (const size of SIZES) {
   test.describe(`lineage graph (${size.name})`, () => {
     test.use({ viewport: size.viewport });
+    // Long flows of many steps; the machines the suite runs on are often busy.
+    test.describe.configure({ timeout: 180_000 });
 
     test("an operator finds the current baseline of each key, the pinned and degraded checkpoints and the retired-but-held one from the graph alone", async ({
       page,
