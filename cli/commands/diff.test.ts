@@ -59,7 +59,7 @@ describeEachDatabase("strata diff", (catalog) => {
     expect(run.stdout).toMatch(
       /new file mode 100644\n.*\n--- \/dev\/null\n\+\+\+ b\/src\/main.ts\n@@ -0,0 \+1,1 @@\n\+export const answer = 42;/,
     );
-  });
+  }, 120_000);
 
   it("answers --stat, --name-only and --json", async () => {
     const stat = await runStrata(["diff", first, second, "--agent", agent.name, "--stat"], env);
@@ -78,7 +78,7 @@ describeEachDatabase("strata diff", (catalog) => {
       ["icon.bin", "modified", "binary"],
       ["src/main.ts", "added", "text"],
     ]);
-  });
+  }, 120_000);
 
   it("reads through a Strata server with STRATA_TOKEN, and refuses another agent's snapshot", async () => {
     const { url, close } = await serveApp({ db: catalog().db });
@@ -99,5 +99,5 @@ describeEachDatabase("strata diff", (catalog) => {
     } finally {
       await close();
     }
-  });
+  }, 120_000);
 });
