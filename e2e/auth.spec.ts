@@ -76,3 +76,15 @@ test("nobody can sign up through the web", async ({ request }) => {
   });
   expect(response.ok()).toBe(false);
 });
+
+test("on a phone, sign-in fits the screen and lands on the dashboard behind its Menu button", async ({ page }) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto("/signin");
+  await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  await signIn(page, "support");
+  await expect(page).toHaveURL(/\/repositories$/);
+  await expect(page.getByRole("button", { name: "Menu" })).toBeVisible();
+  await expect(page.getByRole("heading", { level: 1, name: "Repositories" })).toBeVisible();
+  await page.screenshot({ path: "e2e/screenshots/signin-phone-signed-in.png" });
+});

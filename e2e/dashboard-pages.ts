@@ -20,10 +20,11 @@ function dashboardRoutes(): string[] {
   return routes.filter((route) => route !== "" && !/\[\.\.\./.test(route)).sort();
 }
 
-/** The first link on `listPath` whose address starts with `prefix`: a real id from the seeded catalog. */
-async function firstLinkUnder(page: Page, listPath: string, prefix: string): Promise<string> {
+/** The first link on `listPath` whose address starts with `prefix` (and that `name` names): a real id from the seed. */
+async function firstLinkUnder(page: Page, listPath: string, prefix: string, name?: string): Promise<string> {
   await page.goto(listPath);
-  const link = page.locator(`main a[href^="${prefix}"]`).first();
+  const links = page.locator(`main a[href^="${prefix}"]`);
+  const link = (name ? links.filter({ hasText: new RegExp(`^${name}$`) }) : links).first();
   await expect(link).toBeVisible();
   return (await link.getAttribute("href"))!;
 }
@@ -34,7 +35,8 @@ async function firstLinkUnder(page: Page, listPath: string, prefix: string): Pro
  */
 export async function dashboardPages(page: Page): Promise<{ route: string; path: string }[]> {
   const samples = new Map<string, () => Promise<string>>([
-    ["/repositories/[repositoryId]", () => firstLinkUnder(page, "/repositories", "/repositories/")],
+    // The seeded web-app (other specs add repositories without snapshots, whose page is an empty state).
+    ["/repositories/[repositoryId]", () => firstLinkUnder(page, "/repositories", "/repositories/", "web-app")],
     ["/snapshots/[snapshotId]", () => firstLinkUnder(page, "/snapshots", "/snapshots/")],
   ]);
   const pages: { route: string; path: string }[] = [];
