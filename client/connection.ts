@@ -33,7 +33,7 @@ const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 250 };
  * The creating procedures whose work the server does once per Idempotency-Key (the routers wrap
  * them in withIdempotencyKey): only these mutations are ever sent twice.
  */
-const KEYED_PROCEDURES: ReadonlySet<string> = new Set([
+export const KEYED_PROCEDURES: ReadonlySet<string> = new Set([
   "job.enqueueCapture",
   "job.enqueueRestore",
   "workspace.acquire",

@@ -1,7 +1,8 @@
 // The Strata SDK (`strata/client`): everything an agent does with a Strata server, from any
 // TypeScript or JavaScript program. `api` is every agent procedure, typed from the server's own
 // router; the named steps are what an agent harness runs between turns: checkpoint a checkout,
-// publish a baseline, acquire a workspace, restore a snapshot, verify a checkout. Each returns its
+// publish a baseline, acquire a workspace, restore a snapshot, verify a checkout, diff two
+// snapshots. Each returns its
 // typed result or throws a StrataError (code, message, hint, retryable) the caller can act on.
 //
 //   import { createStrataClient } from "strata/client";
@@ -20,6 +21,7 @@ import type { CaptureOptions } from "../server/git/capture.ts";
 import { describeCheckout } from "../server/git/checkout-info.ts";
 import {
   acquireAndRestore,
+  loadCaptureManifest,
   restoreSnapshot,
   type AcquireAndRestoreResult,
   type RestoreSnapshotResult,
@@ -28,13 +30,20 @@ import type { RestoreProgress } from "../server/git/restore.ts";
 import { checkSnapshotWorktree } from "../server/worktrees/verify-worktree.ts";
 import type { WorktreeVerification } from "../server/worktrees/worktree-verification.ts";
 import { StrataError } from "../server/domain/errors.ts";
+import type { SnapshotDiff, SnapshotDiffInput } from "../server/domain/snapshot-diff.ts";
 import { remoteCatalog } from "./catalog-port.ts";
 import { connectServer, type RetryPolicy, type ServerOptions } from "./connection.ts";
 import { remoteRestorePort } from "./restore-port.ts";
 
 export { isStrataError, StrataError, type ErrorCode } from "../server/domain/errors.ts";
 export type { RetryPolicy } from "./connection.ts";
-export type { CapturePublishResult, AcquireAndRestoreResult, RestoreSnapshotResult, WorktreeVerification };
+export type {
+  CapturePublishResult,
+  AcquireAndRestoreResult,
+  RestoreSnapshotResult,
+  SnapshotDiff,
+  WorktreeVerification,
+};
 
 export interface StrataClientOptions extends ServerOptions {
   /** How transient failures are retried (default: 4 tries, 250 ms doubling). */
@@ -214,6 +223,21 @@ export function createStrataClient(opts: StrataClientOptions) {
         hold: true,
         ...restoreLocation(options),
       });
+    },
+
+    /** A snapshot's record and the manifest its capture stored (HEAD, branch, tree, patches, omissions). */
+    async manifest(snapshotId: string, options: { signal?: AbortSignal } = {}) {
+      const snapshot = await restorePort.getSnapshot(snapshotId);
+      const { manifest } = await loadCaptureManifest(restorePort, snapshot, options.signal);
+      return { snapshot, manifest };
+    },
+
+    /**
+     * The files that differ between two of the agent's snapshots of one repository, with a
+     * unified diff per text file (sizes bounded: what was cut is said; binary files named).
+     */
+    diff(from: string, to: string, options: Omit<SnapshotDiffInput, "from" | "to"> = {}): Promise<SnapshotDiff> {
+      return connection.api.snapshot.diff.query({ ...options, from, to });
     },
 
     /** Whether the checkout at `dir` is still exactly what the snapshot recorded (read only). */

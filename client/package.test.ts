@@ -1,5 +1,5 @@
 // The SDK from another project, as it gets it by path (`npm install ../strata` links the
-// checkout into node_modules): `npm run build:client` builds it, a TypeScript project type-checks
+// checkout into node_modules) or in `npm pack`'s tarball: `npm run build:client` builds it, a TypeScript project type-checks
 // against `strata/client` (and a call with a wrong input does not compile: the types are the
 // router's, not `any`), and plain Node imports it and gets typed errors from it.
 import { execFileSync, spawnSync } from "node:child_process";
@@ -73,6 +73,19 @@ describe("strata/client from another project", () => {
     expect(bad.status).not.toBe(0);
     expect(bad.stdout).toContain("'snapshot' does not exist in type '{ snapshotId: string;");
   }, 300_000);
+
+  it("ships in npm pack's tarball: the SDK's JavaScript and declarations, no local state", () => {
+    const packed = execFileSync("npm", ["pack", "--dry-run", "--ignore-scripts", "--json"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: { ...process.env, npm_config_loglevel: "silent" },
+    });
+    const files = (JSON.parse(packed) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
+    expect(files).toEqual(
+      expect.arrayContaining(["dist/cli/client.mjs", "dist/types/client/index.d.ts", "package.json"]),
+    );
+    expect(files.filter((f) => /^(node_modules|\.next|\.strata[^/]*|test-results)\//.test(f))).toEqual([]);
+  }, 120_000);
 
   it("runs under plain Node and throws typed, retryable errors", () => {
     writeFileSync(

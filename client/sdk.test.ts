@@ -1,10 +1,14 @@
 // The SDK as an agent harness uses it, against a real server (the app's handlers on a test
 // catalog of each kind): publish a baseline, checkpoint a dirty checkout, acquire it into a new
-// workspace, verify it, restore it again — written only with createStrataClient. Then its
+// workspace, verify it, restore it again — written only with createStrataClient; and the
+// example agent loop run as a harness would run it. Then its
 // retries: a call made while the database is stopped (a private PostgreSQL cluster) is sent again
 // until it answers; a refusal is never sent twice.
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openCatalog, type CatalogHandle } from "../server/db/client.ts";
 import { migrate } from "../server/db/migrate.ts";
@@ -21,6 +25,8 @@ import {
   write,
 } from "../server/testing/repos.ts";
 import { createStrataClient, isStrataError } from "./index.ts";
+
+const EXAMPLE = fileURLToPath(new URL("../examples/agent-loop.mjs", import.meta.url));
 
 afterAll(removeTemporaryDirectories);
 
@@ -89,6 +95,39 @@ describeEachDatabase("the SDK, end to end", (catalog) => {
     const other = createStrataClient({ url: server!.url, token: (await makeAgent(catalog().db)).token });
     const hidden = await other.api.snapshot.get.query({ snapshotId: saved.snapshotId }).catch((e: unknown) => e);
     expect(isStrataError(hidden, "NOT_FOUND")).toBe(true);
+  }, 180_000);
+
+  it("runs the example agent loop (examples/agent-loop.mjs) as it is written", async () => {
+    const { token } = await makeAgent(catalog().db);
+    const repo = initRepository({ "README.md": "# example\n" });
+    write(repo, "draft.txt", "turn one\n");
+    const into = join(temporaryDirectory("strata-sdk-example-"), "elsewhere");
+    const context = uniqueName("example");
+    // Asynchronously: the server answering it runs in this process.
+    const run = await promisify(execFile)(process.execPath, [EXAMPLE, repo, context, into], {
+      encoding: "utf8",
+      env: {
+        ...process.env,
+        STRATA_SERVER_URL: server!.url,
+        STRATA_TOKEN: token,
+        STRATA_REPOSITORY: `example.invalid/${uniqueName("loop")}`,
+      },
+    });
+    const steps = run.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(steps).toEqual([
+      {
+        step: "checkpoint",
+        outcome: "appended",
+        snapshotId: expect.any(String),
+        head: git(repo, ["rev-parse", "HEAD"]).trim(),
+      },
+      { step: "acquire", rung: "checkpoint", snapshotId: steps[0]!.snapshotId, path: into, reported: "restored" },
+      { step: "verify", matches: true },
+    ]);
+    expect(readFileSync(join(into, "draft.txt"), "utf8")).toBe("turn one\n");
   }, 180_000);
 
   it("throws StrataErrors with code, hint and retryable, and refuses bad options before any call", async () => {

@@ -23,6 +23,7 @@ const MODULES = {
   resume: async () => (await import("./resume.ts")).registerResume,
   hold: async () => (await import("./hold.ts")).registerHold,
   pool: async () => (await import("./pool.ts")).registerPool,
+  mcp: async () => (await import("./mcp.ts")).registerMcp,
 } satisfies Record<string, () => Promise<Register>>;
 
 type ModuleName = keyof typeof MODULES;
@@ -119,6 +120,11 @@ export const COMMANDS: Readonly<Record<string, TopCommand>> = {
     module: "pool",
     term: "pool",
     description: "this host's pool of restored worktrees: list them, prune free clean ones",
+  },
+  mcp: {
+    module: "mcp",
+    term: "mcp [options]",
+    description: "serve Strata's tools to an agent harness over the Model Context Protocol (stdio)",
   },
 };
 
