@@ -1,6 +1,7 @@
 // Garbage collection as an admin runs it (dry run, then a confirmed real run whose figures agree
 // with the preview, both in the run log, the schedule shown), and the operator-facing fixes of
 // the same issue: names instead of ids, the audit log's why, times in the reader's zone.
+import AxeBuilder from "@axe-core/playwright";
 import type { Locator, Page } from "@playwright/test";
 import { expect, test } from "./fixtures.ts";
 import { credentials, signIn } from "./users.ts";
@@ -18,6 +19,14 @@ async function figures(table: Locator): Promise<string[][]> {
     out.push((await rows.nth(i).locator("th, td").allTextContents()).map((t) => t.trim()));
   }
   return out;
+}
+
+/** axe-core's serious and critical violations on the page as it is now. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).analyze();
+  return results.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .flatMap((v) => v.nodes.map((n) => `${v.id} at ${n.target.join(" ")}`));
 }
 
 async function openCollectionPage(page: Page, size: (typeof SIZES)[number]) {
@@ -60,6 +69,7 @@ for (const size of SIZES) {
       expect(row(dry, "Space freed")[1]).not.toBe("0 B");
     }
     await page.screenshot({ path: `e2e/screenshots/gc-dry-run-${size.name}.png`, fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
 
     await page.getByRole("button", { name: "Run collection…" }).click();
     const dialog = page.getByRole("dialog", { name: "Run garbage collection?" });
@@ -68,6 +78,7 @@ for (const size of SIZES) {
     await expect(dialog.getByTestId("gc-confirm-figures")).toContainText(`${freed} freed`);
     expect((await figures(dialog.getByTestId("gc-figures"))).map((r) => r.slice(0, 2))).toEqual(dry);
     await page.screenshot({ path: `e2e/screenshots/gc-confirm-${size.name}.png` });
+    expect(await seriousViolations(page)).toEqual([]);
     await dialog.getByRole("button", { name: `Delete and free ${freed}` }).click();
     await expect(dialog).toBeHidden();
 
