@@ -245,8 +245,6 @@ export function LineageGraph(props: LineageGraphProps) {
 }
 
 const PAN_STEP = 120;
-/** The canvas width from which the minimap is shown (also in app/globals.css). */
-const MINIMAP_FROM = 700;
 
 function DrawnGraph({
   nodes: viewNodes,
@@ -351,8 +349,9 @@ function DrawnGraph({
       for (const p of laid.positions.values()) if (!newest || p.x > newest.x) newest = p;
       if (!newest) return;
       const width = el.clientWidth;
-      // Left of the minimap (bottom right) where it is shown; CSS hides it on narrow canvases.
-      const margin = width >= MINIMAP_FROM ? 240 : 24;
+      // Left of the minimap (bottom right) where it is shown; CSS hides it on narrow screens.
+      const minimap = el.querySelector<HTMLElement>(".react-flow__minimap");
+      const margin = minimap && minimap.offsetWidth > 0 ? minimap.offsetWidth + 40 : 24;
       const x = Math.min(16, width - margin - (newest.x + NODE_WIDTH) * zoom);
       const y = el.clientHeight / 2 - (newest.y + NODE_HEIGHT / 2) * zoom;
       void flow.setViewport({ x, y, zoom });
