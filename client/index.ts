@@ -1,8 +1,8 @@
 // The Strata SDK (`strata/client`): everything an agent does with a Strata server, from any
 // TypeScript or JavaScript program. `api` is every agent procedure, typed from the server's own
 // router; the named steps are what an agent harness runs between turns: checkpoint a checkout,
-// publish a baseline, acquire a workspace, restore a snapshot, verify a checkout, diff two
-// snapshots. Each returns its
+// publish a baseline, acquire a workspace, resume a task on this host, restore a snapshot, verify a
+// checkout, diff two snapshots. Each returns its
 // typed result or throws a StrataError (code, message, hint, retryable) the caller can act on.
 //
 //   import { createStrataClient } from "strata/client";
@@ -27,6 +27,8 @@ import {
   type RestoreSnapshotResult,
 } from "../server/restore/restore-snapshot.ts";
 import type { RestoreProgress } from "../server/git/restore.ts";
+import { resumeTask, type ResumeTaskResult } from "../server/worktrees/resume-task.ts";
+import { releaseWorktree } from "../server/worktrees/take-worktree.ts";
 import { checkSnapshotWorktree } from "../server/worktrees/verify-worktree.ts";
 import type { WorktreeVerification } from "../server/worktrees/worktree-verification.ts";
 import { StrataError } from "../server/domain/errors.ts";
@@ -38,6 +40,7 @@ import { remoteRestorePort } from "./restore-port.ts";
 export { isStrataError, StrataError, type ErrorCode } from "../server/domain/errors.ts";
 export type { RetryPolicy } from "./connection.ts";
 export type {
+  ResumeTaskResult,
   CapturePublishResult,
   AcquireAndRestoreResult,
   RestoreSnapshotResult,
@@ -104,6 +107,23 @@ interface RestoreLocation {
 export interface AcquireOptions extends RestoreLocation {
   /** This worker host's name (default the machine's hostname). */
   host?: string;
+}
+
+export interface ResumeOptions {
+  /** This host's Strata data directory: its pool of worktrees and its shared object stores. */
+  dataDir: string;
+  /** This host's name (default the machine's hostname). */
+  host?: string;
+  /** This host's restore state, for crash records (default ~/.strata). */
+  stateDir?: string;
+  /** Idle worktrees of one repository the pool keeps (default 4). */
+  maxIdlePerRepository?: number;
+  onProgress?: (event: RestoreProgress) => void;
+}
+
+export interface ResumedTask extends ResumeTaskResult {
+  /** Gives the pooled worktrees the resume took back to the pool (call it when the task is done). */
+  release(): Promise<void>;
 }
 
 export interface RestoreOptions extends RestoreLocation {
@@ -212,6 +232,37 @@ export function createStrataClient(opts: StrataClientOptions) {
         host: options.host ?? hostname(),
         ...restoreLocation(options),
       });
+    },
+
+    /**
+     * Resumes a task on this host: each checkout it recorded continues in place when it is still
+     * its snapshot, else is restored into this host's pool (an idle clean worktree reused when
+     * there is one). The worktrees taken stay held by this process until `release()`.
+     */
+    async resume(target: { context: string } | { snapshot: string }, options: ResumeOptions): Promise<ResumedTask> {
+      const result = await resumeTask(
+        {
+          port: restorePort,
+          plan: (input) => connection.read(() => connection.client.workspace.resume.query(input)),
+          endHold: async (holdId) => {
+            await connection.call(() => connection.client.workspace.releaseHold.mutate({ holdId, reason: "resumed" }));
+          },
+        },
+        {
+          target: "context" in target ? { workContextId: target.context } : { snapshotId: target.snapshot },
+          dataDir: resolve(options.dataDir),
+          host: options.host ?? hostname(),
+          stateDir: resolve(options.stateDir ?? join(homedir(), ".strata")),
+          maxIdlePerRepository: options.maxIdlePerRepository,
+          onProgress: options.onProgress,
+        },
+      );
+      return {
+        ...result,
+        release: async () => {
+          await Promise.all(result.held.map((held) => releaseWorktree(held)));
+        },
+      };
     },
 
     /** Restores one snapshot into a new (or empty) directory, verified to its recorded tree. */

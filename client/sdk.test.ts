@@ -5,7 +5,7 @@
 // retries: a call made while the database is stopped (a private PostgreSQL cluster) is sent again
 // until it answers; a refusal is never sent twice.
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -95,6 +95,31 @@ describeEachDatabase("the SDK, end to end", (catalog) => {
     const other = createStrataClient({ url: server!.url, token: (await makeAgent(catalog().db)).token });
     const hidden = await other.api.snapshot.get.query({ snapshotId: saved.snapshotId }).catch((e: unknown) => e);
     expect(isStrataError(hidden, "NOT_FOUND")).toBe(true);
+  }, 180_000);
+
+  it("resumes a task on this host: in place while the checkout is its snapshot, else into the pool", async () => {
+    const { token } = await makeAgent(catalog().db);
+    const strata = createStrataClient({ url: server!.url, token });
+    const repository = `example.invalid/${uniqueName("resume")}`;
+    const context = uniqueName("task");
+    const repo = initRepository({ "README.md": "# resume\n" });
+    addOrigin(repo);
+    write(repo, "work.txt", "turn one\n");
+    const saved = await strata.checkpoint(repo, { repository, context });
+    const dataDir = temporaryDirectory("strata-sdk-data-");
+
+    const here = await strata.resume({ context }, { dataDir });
+    expect(here.checkouts).toMatchObject([{ snapshotId: saved.snapshotId, outcome: "in-place" }]);
+    await here.release();
+
+    // The checkout moved on (or is gone): the task's snapshot comes back in a pooled worktree.
+    write(repo, "work.txt", "someone else's edit\n");
+    const pooled = await strata.resume({ context }, { dataDir });
+    const [checkout] = pooled.checkouts;
+    expect(checkout).toMatchObject({ snapshotId: saved.snapshotId, outcome: "restored" });
+    expect(checkout!.path.startsWith(realpathSync(dataDir))).toBe(true);
+    expect(readFileSync(join(checkout!.path, "work.txt"), "utf8")).toBe("turn one\n");
+    await pooled.release();
   }, 180_000);
 
   it("runs the example agent loop (examples/agent-loop.mjs) as it is written", async () => {

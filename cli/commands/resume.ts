@@ -5,13 +5,14 @@
 // host's pool (STRATA_DATA_DIR/worktrees), reusing an idle clean worktree when there is one. One
 // line per checkout. The user's own checkout is only ever read. A checkout the paused task held
 // live (strata hold) is continued in, and its hold ends (resumed).
-import { homedir, hostname } from "node:os";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { ResumePlan } from "../../server/domain/resume-plan.ts";
 import type { PlanResumeInput } from "../../server/restore/plan-resume.ts";
 import type { RestorePort } from "../../server/restore/restore-snapshot.ts";
 import type { ResumedCheckout, ResumeResult } from "../../server/worktrees/resume-checkouts.ts";
+import type { ResumeTaskResult } from "../../server/worktrees/resume-task.ts";
 import { withCatalog } from "../catalog.ts";
 import { CliError, EXIT, emit, progress } from "../output.ts";
 import { RESTORE_EXIT, reporting, timingLine } from "./restore.ts";
@@ -110,60 +111,29 @@ function exitFor(result: ResumeResult): number {
   return outcomes.includes("degraded") ? RESTORE_EXIT.DEGRADED : EXIT.OK;
 }
 
-async function resume(flags: ResumeFlags): Promise<ResumeResult & { liveHoldsEnded: string[] }> {
-  const [
-    { loadConfig },
-    { openWorktreePool, poolDirectory },
-    worktrees,
-    { processOnThisMachine },
-    take,
-    { objectStoresDirectory },
-  ] = await Promise.all([
+async function resume(flags: ResumeFlags): Promise<ResumeTaskResult> {
+  const [{ loadConfig }, { resumeTask }, { processOnThisMachine }, take] = await Promise.all([
     import("../../server/config/config.ts"),
-    import("../../server/worktrees/pool.ts"),
-    import("../../server/worktrees/resume-checkouts.ts"),
+    import("../../server/worktrees/resume-task.ts"),
     import("../../server/worktrees/process-identity.ts"),
     import("../../server/worktrees/take-worktree.ts"),
-    import("../../server/git/host-object-store.ts"),
   ]);
   const config = loadConfig();
   const holdPid = positive(flags.holdPid, "hold-pid");
-  const pool = await openWorktreePool({ dir: poolDirectory(config.dataDir), host: config.host });
-  const hostNames = [config.host, hostname()];
-  const result = await withResumeCatalog(flags, async (port, plan, endHold) => {
-    const resumePlan = await plan(flags.context ? { workContextId: flags.context } : { snapshotId: flags.snapshot });
-    const resumed = await worktrees.resumeCheckouts({
-      plan: resumePlan,
-      port,
-      pool,
-      unpooledDir: join(config.dataDir, "restored"),
-      stateDir: resolve(flags.stateDir ?? join(homedir(), ".strata")),
-      hostNames,
-      owner: flags.context ?? `snapshot:${flags.snapshot}`,
-      maxIdlePerRepository: positive(flags.maxIdle, "max-idle"),
-      holder: holdPid === undefined ? undefined : await processOnThisMachine(holdPid, config.host),
-      restore: {
+  const result = await withResumeCatalog(flags, async (port, plan, endHold) =>
+    resumeTask(
+      { port, plan, endHold },
+      {
+        target: flags.context ? { workContextId: flags.context } : { snapshotId: flags.snapshot! },
+        dataDir: config.dataDir,
+        host: config.host,
+        stateDir: resolve(flags.stateDir ?? join(homedir(), ".strata")),
+        maxIdlePerRepository: positive(flags.maxIdle, "max-idle"),
+        holder: holdPid === undefined ? undefined : await processOnThisMachine(holdPid, config.host),
         onProgress: (event) => progress(`${event.phase}: ${event.message}`),
-        // Worktrees of one repository share this host's object store (docs/restore.md).
-        objectStores: objectStoresDirectory(config.dataDir),
       },
-    });
-    // The pause is over where the task resumed: its live holds on this host end (one that cannot
-    // be ended now simply runs out; the resume stands).
-    const liveHoldsEnded: string[] = [];
-    for (const holdId of worktrees.resumedLiveHolds(resumePlan, resumed, hostNames)) {
-      if (
-        await endHold(holdId).then(
-          () => true,
-          () => false,
-        )
-      )
-        liveHoldsEnded.push(holdId);
-    }
-    return { ...resumed, liveHoldsEnded };
-  });
-  // With --hold-pid the worktrees stay held while that process runs; otherwise they are free
-  // again now, still the task's own (it re-takes them first).
+    ),
+  );
   for (const held of result.held) {
     if (holdPid === undefined) await take.releaseWorktree(held);
     else held.lease.stop();
