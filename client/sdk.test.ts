@@ -117,8 +117,9 @@ describeEachDatabase("the SDK, end to end", (catalog) => {
     const pooled = await strata.resume({ context }, { dataDir });
     const [checkout] = pooled.checkouts;
     expect(checkout).toMatchObject({ snapshotId: saved.snapshotId, outcome: "restored" });
-    expect(checkout!.path.startsWith(realpathSync(dataDir))).toBe(true);
-    expect(readFileSync(join(checkout!.path, "work.txt"), "utf8")).toBe("turn one\n");
+    const restoredAt = checkout!.path ?? "";
+    expect(restoredAt.startsWith(realpathSync(dataDir))).toBe(true);
+    expect(readFileSync(join(restoredAt, "work.txt"), "utf8")).toBe("turn one\n");
     await pooled.release();
   }, 180_000);
 
