@@ -7,8 +7,8 @@
 //
 //   import { createStrataClient } from "strata/client";
 //   const strata = createStrataClient({ url: "https://strata.example.com", token: process.env.STRATA_TOKEN! });
-//   const saved = await strata.checkpoint("/work/checkout", { context: "task-42" });
-//   const resumed = await strata.acquire({ repository: "github.com/acme/app", context: "task-42" }, { into: "/work/next" });
+//   const saved = await strata.checkpoint("/workspaces/checkout", { context: "task-42" });
+//   const resumed = await strata.acquire({ repository: "github.com/acme/app", context: "task-42" }, { into: "/workspaces/next" });
 //
 // Retries: reads, and the creating calls that carry an Idempotency-Key (connection.ts), are sent
 // again with backoff while they fail with a transient error (the server or its database
