@@ -1,3 +1,5 @@
+// Runs before degraded.spec.ts (the files run in name order against one seeded app): that spec
+// discards the spike's degraded restore and releases its pin, which this one reads as seeded.
 import type { Locator, Page } from "@playwright/test";
 import { callTrpc, expect, test } from "./fixtures.ts";
 import { signIn } from "./users.ts";
