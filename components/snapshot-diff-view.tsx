@@ -9,7 +9,7 @@ import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
 import type { inferRouterOutputs } from "@trpc/server";
 import type { AppRouter } from "~/server/trpc/root.ts";
-import { binaryChangeText } from "~/server/domain/snapshot-diff.ts";
+import { binaryChangeText, unshownContentText } from "~/server/domain/snapshot-diff.ts";
 import { QueryView, ShortId, StateBadge } from "./query-view.tsx";
 import { useTRPC } from "./trpc.tsx";
 import "./snapshot-diff-view.css";
@@ -42,16 +42,9 @@ function SideLabel({ side }: { side: Side }) {
 }
 
 function changeCell(f: FileDiff): string {
-  switch (f.content) {
-    case "binary":
-      return binaryChangeText(f);
-    case "denied":
-      return "secret, not shown";
-    case "not-held":
-      return "content not held";
-    case "text":
-      return f.change === "mode" ? `mode ${f.oldMode} → ${f.newMode}` : `+${f.additions} −${f.deletions}`;
-  }
+  const unshown = unshownContentText(f);
+  if (unshown !== null) return unshown;
+  return f.change === "mode" ? `mode ${f.oldMode} → ${f.newMode}` : `+${f.additions} −${f.deletions}`;
 }
 
 interface DiffRow {

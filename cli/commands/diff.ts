@@ -3,7 +3,12 @@
 // as --json). The catalog is a Strata server (--server or STRATA_SERVER_URL, with STRATA_TOKEN)
 // or this machine's database as the agent STRATA_TOKEN or --agent names, as for `strata restore`.
 import type { Command } from "commander";
-import { binaryChangeText, type FileDiff, type SnapshotDiff } from "../../server/domain/snapshot-diff.ts";
+import {
+  binaryChangeText,
+  unshownContentText,
+  type FileDiff,
+  type SnapshotDiff,
+} from "../../server/domain/snapshot-diff.ts";
 import { CliError, EXIT, emit } from "../output.ts";
 import { reporting } from "./restore.ts";
 
@@ -49,19 +54,11 @@ async function fetchDiff(from: string, to: string, flags: DiffFlags): Promise<Sn
 
 /** What the stat column says of one file: its line counts, a binary's sizes, or why nothing is shown. */
 function statCell(f: FileDiff): string {
-  switch (f.content) {
-    case "binary":
-      return binaryChangeText(f);
-    case "denied":
-      return "secret, not shown";
-    case "not-held":
-      return "content not held";
-    case "text": {
-      const bar = `${"+".repeat(Math.min(f.additions, 40))}${"-".repeat(Math.min(f.deletions, 40))}`;
-      const mode = f.oldMode !== f.newMode && f.oldMode && f.newMode ? ` (mode ${f.oldMode} -> ${f.newMode})` : "";
-      return `${f.additions + f.deletions} ${bar}${mode}`.trimEnd();
-    }
-  }
+  const unshown = unshownContentText(f);
+  if (unshown !== null) return unshown;
+  const bar = `${"+".repeat(Math.min(f.additions, 40))}${"-".repeat(Math.min(f.deletions, 40))}`;
+  const mode = f.oldMode !== f.newMode && f.oldMode && f.newMode ? ` (mode ${f.oldMode} -> ${f.newMode})` : "";
+  return `${f.additions + f.deletions} ${bar}${mode}`.trimEnd();
 }
 
 function statLines(diff: SnapshotDiff): string[] {

@@ -132,6 +132,14 @@ function sizeText(bytes: number | null): string {
 }
 
 /** How a binary file's change reads: "binary, 12.3 KiB -> 12.9 KiB" (a missing side is left out). */
+/** What a file row says when its lines are not shown (binary, secret, unheld); null for a text file. */
+export function unshownContentText(file: FileDiff): string | null {
+  if (file.content === "binary") return binaryChangeText(file);
+  if (file.content === "denied") return "secret, not shown";
+  if (file.content === "not-held") return "content not held";
+  return null;
+}
+
 export function binaryChangeText(file: Pick<FileDiff, "change" | "oldSize" | "newSize">): string {
   if (file.change === "added") return `binary, ${sizeText(file.newSize)}`;
   if (file.change === "deleted") return `binary, ${sizeText(file.oldSize)}`;
