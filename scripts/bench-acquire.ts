@@ -25,8 +25,13 @@
 // The HTTP clients send tRPC's requests through node:http rather than Node's fetch, which cost
 // them more CPU per acquire than the server spends (see bench-acquire-clients.ts;
 // --http-client fetch uses fetch).
+// The db-floor rows run the same in-process clients, coalesced the same way on the same pool, but
+// each records one row of a one-column table instead of acquiring: the least any acquire that
+// commits what it decided can take on this machine (a round trip, a commit, a WAL flush).
+// Each row also says what the machine did meanwhile (scripts/bench-machine-probe.ts): the CPU the
+// hypervisor stole, and the p99 and worst latency of a small fdatasync on the same disk.
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
-// --transports in-process,http,http-direct,http-floor --http-client node|fetch.
+// --transports in-process,db-floor,http,http-direct,http-floor --http-client node|fetch.
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -37,10 +42,14 @@ import { createTestCatalog, type TestCatalog } from "../server/testing/catalog.t
 import { trustAgent } from "../server/domain/scope.ts";
 import { createAgentToken } from "../server/auth/agents.ts";
 import { acquireWorkspace } from "../server/acquire/acquire-workspace.ts";
+import { coalesce } from "../server/db/coalesce.ts";
+import { dialectOf } from "../server/db/dialect.ts";
 import { TRPC_ENDPOINT } from "../server/trpc/http-handler.ts";
 import { serveApp } from "../server/testing/http-server.ts";
 import type { ClientsReply, ClientsRequest, HttpClient } from "./bench-acquire-clients.ts";
 import { AGENTS, runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
+import { startMachineProbe, type MachineFigures } from "./bench-machine-probe.ts";
+import type { RestorePlan } from "../server/domain/views.ts";
 
 const { values } = parseArgs({
   options: {
@@ -49,16 +58,16 @@ const { values } = parseArgs({
     "paced-rate": { type: "string", default: "1000" },
     acquires: { type: "string", default: "10000" },
     warmup: { type: "string", default: "400" },
-    transports: { type: "string", default: "in-process,http,http-direct,http-floor" },
+    transports: { type: "string", default: "in-process,db-floor,http,http-direct,http-floor" },
     "http-client": { type: "string", default: "node" },
   },
 });
-type Transport = "in-process" | "http" | "http-direct" | "http-floor";
+type Transport = "in-process" | "db-floor" | "http" | "http-direct" | "http-floor";
 const TRANSPORTS = values.transports.split(",") as Transport[];
 const HTTP_CLIENT = values["http-client"] as HttpClient;
 if (HTTP_CLIENT !== "node" && HTTP_CLIENT !== "fetch") throw new Error(`unknown --http-client ${HTTP_CLIENT}`);
 for (const t of TRANSPORTS) {
-  if (t !== "in-process" && t !== "http" && t !== "http-direct" && t !== "http-floor") {
+  if (t !== "in-process" && t !== "db-floor" && t !== "http" && t !== "http-direct" && t !== "http-floor") {
     throw new Error(`unknown transport ${t}`);
   }
 }
@@ -134,6 +143,7 @@ async function fill(catalog: TestCatalog, shape: Shape): Promise<number> {
        CASE WHEN s = ${CHECKPOINTS_PER_LINEAGE} THEN NULL ELSE now() END
      FROM generate_series(0, ${L - 1}) l, generate_series(1, ${CHECKPOINTS_PER_LINEAGE}) s`,
   );
+  await db.$executeRawUnsafe(`CREATE TABLE bench_floor (id text PRIMARY KEY)`);
   await db.$executeRawUnsafe(`ANALYZE`);
   // Write the fill out before measuring. From 100k rows the fill outgrows shared_buffers and
   // leaves ~100 MB dirty in the OS page cache, which the kernel writes back in one burst 30 s
@@ -208,6 +218,31 @@ const inProcess = (catalog: TestCatalog): Runner =>
   runLoad.bind(null, (agent, input) =>
     acquireWorkspace(catalog.db, { ...input, agent: trustAgent(`agent-${agent}`, `bench-${agent}`) }),
   );
+
+/**
+ * The least an acquire that records its decision can cost here: the same clients and coalescing
+ * (as many per statement, one statement at a time, on the catalog's pool), each request
+ * inserting one key into bench_floor, committed. The plan handed back is a fixed cold one.
+ */
+function dbFloor(catalog: TestCatalog): Runner {
+  const runner = dialectOf(catalog.db).statementRunner(catalog.db);
+  if (!runner) throw new Error("db-floor needs PostgreSQL's statement runner");
+  const insert = coalesce(
+    (ids: string[]) =>
+      runner.query<{ id: string }>(
+        "bench_floor",
+        "INSERT INTO bench_floor (id) SELECT value FROM jsonb_array_elements_text($1::jsonb) RETURNING id",
+        [JSON.stringify(ids)],
+      ),
+    { maxBatch: 32, maxInFlight: 1 },
+  );
+  let n = 0;
+  const cold = { rung: "cold" } as RestorePlan;
+  return runLoad.bind(null, async () => {
+    await insert(`floor-${n++}`);
+    return cold;
+  });
+}
 
 /**
  * The bench's HTTP clients in a child process (scripts/bench-acquire-clients.ts): one tRPC client
@@ -336,11 +371,21 @@ async function httpDirect(catalog: TestCatalog): Promise<{ run: Runner; close():
   });
 }
 
-async function measure(catalog: TestCatalog, shape: Shape, run: Runner, load: Load, total: number, offset: number) {
+async function measure(
+  catalog: TestCatalog,
+  shape: Shape,
+  run: Runner,
+  load: Load,
+  total: number,
+  offset: number,
+  probe?: Awaited<ReturnType<typeof startMachineProbe>>,
+) {
+  await probe?.begin();
   const before = new Map((await backendPids(catalog)).map((pid) => [pid, processCpuSeconds(pid)]));
   const nodeBefore = process.cpuUsage();
   const { latencies, rungs, elapsedMs, clientsCpuMs } = await run(shape, load, total, offset);
   const node = process.cpuUsage(nodeBefore);
+  const machine: MachineFigures | null = probe ? await probe.end() : null;
   let postgresSeconds: number | null = 0;
   for (const pid of new Set([...before.keys(), ...(await backendPids(catalog))])) {
     const now = processCpuSeconds(pid);
@@ -359,14 +404,23 @@ async function measure(catalog: TestCatalog, shape: Shape, run: Runner, load: Lo
     /** CPU per acquire in ms of the HTTP clients' process (null in process). */
     clientsCpu: clientsCpuMs === undefined ? null : clientsCpuMs / total,
     rungs,
+    machine,
   };
 }
 
 async function main(): Promise<void> {
   const rows: string[][] = [];
-  const results: { size: number; transport: Transport; clients: number; rate: number | null; p99: number }[] = [];
+  const results: {
+    size: number;
+    transport: Transport;
+    clients: number;
+    rate: number | null;
+    p99: number;
+    machine: MachineFigures | null;
+  }[] = [];
   /** In-process p99 by size and load, for the HTTP rows' ratio. */
   const inProcessP99 = new Map<string, number>();
+  const probe = await startMachineProbe();
   for (const size of SIZES) {
     const shape = shapeFor(size);
     process.stderr.write(`filling a fresh PostgreSQL catalog with ~${size} snapshots…\n`);
@@ -384,7 +438,7 @@ async function main(): Promise<void> {
               : transport === "http-floor"
                 ? await httpFloor(catalog)
                 : null;
-        const run = http?.run ?? inProcess(catalog);
+        const run = http?.run ?? (transport === "db-floor" ? dbFloor(catalog) : inProcess(catalog));
         try {
           for (const load of LOADS) {
             const { clients, rate } = load;
@@ -393,11 +447,11 @@ async function main(): Promise<void> {
             process.stderr.write(
               `measuring ${ACQUIRES} acquires with ${clients} client(s), ${loadName(load)}, ${transport}…\n`,
             );
-            const m = await measure(catalog, shape, run, load, ACQUIRES, offset);
+            const m = await measure(catalog, shape, run, load, ACQUIRES, offset, probe);
             offset += ACQUIRES;
             const key = `${size}/${clients}/${loadName(load)}`;
-            if (!http) inProcessP99.set(key, m.p99);
-            results.push({ size, transport, clients, rate, p99: m.p99 });
+            if (transport === "in-process") inProcessP99.set(key, m.p99);
+            results.push({ size, transport, clients, rate, p99: m.p99, machine: m.machine });
             const baseP99 = inProcessP99.get(key);
             rows.push([
               String(count),
@@ -412,7 +466,9 @@ async function main(): Promise<void> {
               `${m.nodeCpu.toFixed(3)}+${m.postgresCpu === null ? "?" : m.postgresCpu.toFixed(3)}`,
               m.clientsCpu === null ? "" : m.clientsCpu.toFixed(3),
               `${m.rungs.checkpoint}/${m.rungs.baseline}/${m.rungs.cold}`,
-              http && baseP99 !== undefined ? `${(m.p99 / baseP99).toFixed(2)}x` : "",
+              transport !== "in-process" && baseP99 !== undefined ? `${(m.p99 / baseP99).toFixed(2)}x` : "",
+              m.machine?.stealPercent == null ? "?" : m.machine.stealPercent.toFixed(1),
+              m.machine ? `${m.machine.fsyncP99.toFixed(1)}/${m.machine.fsyncMax.toFixed(1)}` : "",
             ]);
           }
         } finally {
@@ -423,6 +479,7 @@ async function main(): Promise<void> {
       await catalog.drop();
     }
   }
+  await probe.close();
   const header = [
     "snapshots",
     "transport",
@@ -437,6 +494,8 @@ async function main(): Promise<void> {
     "clients cpu ms",
     "ckpt/base/cold",
     "p99 vs in-process",
+    "steal %",
+    "fsync p99/max ms",
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ");
@@ -461,6 +520,23 @@ async function main(): Promise<void> {
     if (paced) {
       process.stdout.write(
         `goal ${verdict(paced.p99 <= closed.p99)}: paced p99 ${paced.p99.toFixed(2)} ms <= closed p99 ${closed.p99.toFixed(2)} ms at ${GOAL_SIZE}\n`,
+      );
+    }
+    for (const [name, row] of [
+      ["closed", closed],
+      ["paced", paced],
+    ] as const) {
+      const floor = at("db-floor", name === "paced");
+      if (!row || !floor) continue;
+      const m = row.machine;
+      process.stdout.write(
+        `  ${name}: the commit floor here (one row inserted per request, same clients and coalescing) is p99 ` +
+          `${floor.p99.toFixed(2)} ms; the acquire's own work adds ${(row.p99 - floor.p99).toFixed(2)} ms at p99` +
+          (m
+            ? `; meanwhile the disk's fdatasync p99/worst was ${m.fsyncP99.toFixed(1)}/${m.fsyncMax.toFixed(1)} ms`
+            : "") +
+          (m?.stealPercent != null ? ` and ${m.stealPercent.toFixed(1)}% of CPU was stolen` : "") +
+          "\n",
       );
     }
   }
