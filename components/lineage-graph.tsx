@@ -2,14 +2,17 @@
 // The drawing of a repository's (filtered, folded) lineage graph with React Flow. Positions
 // come from the lane layout (graph-layout-lanes.ts: agents' lanes on a time axis, the default)
 // or from dagre (graph-layout.ts, the untimed layout). Each node is one Tab stop; arrows move
-// between nodes, Enter selects, +/- zoom, and arrows pan when no node has the focus.
+// between nodes, Enter selects, +/- zoom, and arrows pan when no node has the focus. Above a
+// hundred-odd nodes React Flow is given only the part of the layout around the viewport
+// (graph-viewport.ts), updated as the view moves; the minimap (graph-minimap.tsx), the fit
+// button, keyboard moves and jumps read our own layout, which always holds every node.
 import "@xyflow/react/dist/style.css";
 import {
   Background,
+  ControlButton,
   Controls,
   Handle,
   MarkerType,
-  MiniMap,
   Position,
   ReactFlow,
   ViewportPortal,
@@ -18,6 +21,7 @@ import {
   type NodeProps,
   type NodeTypes,
   type ReactFlowInstance,
+  type Viewport,
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
 import {
@@ -32,6 +36,8 @@ import {
 import { layoutGraphAsync } from "./graph-layout-async.ts";
 import { layoutLanes, type LaneBand, type LaneTick } from "./graph-layout-lanes.ts";
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type Positioned } from "./graph-layout.ts";
+import { GraphMinimap } from "./graph-minimap.tsx";
+import { containsRect, cullGraph, padRect, visibleRect, type Rect } from "./graph-viewport.ts";
 
 type SnapshotData = { node: GraphNode; context: boolean; selected: boolean; focus: boolean };
 type GroupData = { group: CollapsedGroup; selected: boolean };
@@ -157,8 +163,14 @@ const GroupNodeView = memo(function GroupNodeView({ data }: NodeProps<GroupFlowN
 const NODE_TYPES: NodeTypes = { snapshot: SnapshotNodeView, group: GroupNodeView };
 
 const MAX_LABELLED_EDGES = 150;
-/** Up to this many nodes every node stays in the page (findable, a Tab stop); above, only what is on screen. */
+/**
+ * Up to this many nodes every node stays in the page (findable, a Tab stop); above, React Flow
+ * is given only the nodes inside the viewport and a margin (graph-viewport.ts) and draws those on
+ * screen.
+ */
 const ALWAYS_RENDERED = 120;
+/** The margin around the viewport whose nodes React Flow is given, as a fraction of the viewport. */
+const WINDOW_MARGIN = 0.5;
 
 const EDGE_STYLE: Record<string, { stroke: string; dash?: string; label?: string }> = {
   chain: { stroke: "#4b5563" },
@@ -246,6 +258,43 @@ export function LineageGraph(props: LineageGraphProps) {
 
 const PAN_STEP = 120;
 
+function toFlowNode(
+  v: ViewNode,
+  position: { x: number; y: number },
+  contextIds: ReadonlySet<string>,
+  selectedId: string | null,
+  focusId: string | null,
+): FlowNode {
+  const common = {
+    id: v.id,
+    position,
+    width: NODE_WIDTH,
+    height: NODE_HEIGHT,
+    draggable: false,
+    ariaRole: "button" as const,
+  };
+  if (v.kind === "snapshot") {
+    const n = v.node;
+    // A forked work context without checkpoints is its lineage, not a snapshot.
+    const ids = n.class === "work-context" ? { "data-lineage-id": n.lineageId ?? "" } : { "data-snapshot-id": n.id };
+    return {
+      ...common,
+      type: "snapshot" as const,
+      ariaLabel: snapshotAriaLabel(n),
+      // data-* attributes reach the node's element; React Flow's type lists only HTML ones.
+      domAttributes: ids as NonNullable<Node["domAttributes"]>,
+      data: { node: n, context: contextIds.has(v.id), selected: v.id === selectedId, focus: v.id === focusId },
+    };
+  }
+  return {
+    ...common,
+    type: "group" as const,
+    ariaLabel: groupAriaLabel(v.group),
+    domAttributes: { "data-group-id": v.group.id } as NonNullable<Node["domAttributes"]>,
+    data: { group: v.group, selected: v.id === selectedId },
+  };
+}
+
 function DrawnGraph({
   nodes: viewNodes,
   edges: viewEdges,
@@ -257,43 +306,24 @@ function DrawnGraph({
   onSelect,
   onFirstRender,
 }: LineageGraphProps & { laid: Laid; pending: number | null }) {
-  const nodes = useMemo<FlowNode[]>(
-    () =>
-      viewNodes.map((v) => {
-        const position = laid.positions.get(v.id) ?? { x: 0, y: 0 };
-        const common = {
-          id: v.id,
-          position,
-          width: NODE_WIDTH,
-          height: NODE_HEIGHT,
-          draggable: false,
-          ariaRole: "button" as const,
-        };
-        if (v.kind === "snapshot") {
-          const n = v.node;
-          // A forked work context without checkpoints is its lineage, not a snapshot.
-          const ids =
-            n.class === "work-context" ? { "data-lineage-id": n.lineageId ?? "" } : { "data-snapshot-id": n.id };
-          return {
-            ...common,
-            type: "snapshot" as const,
-            ariaLabel: snapshotAriaLabel(n),
-            // data-* attributes reach the node's element; React Flow's type lists only HTML ones.
-            domAttributes: ids as NonNullable<Node["domAttributes"]>,
-            data: { node: n, context: contextIds.has(v.id), selected: v.id === selectedId, focus: v.id === focusId },
-          };
-        }
-        return {
-          ...common,
-          type: "group" as const,
-          ariaLabel: groupAriaLabel(v.group),
-          domAttributes: { "data-group-id": v.group.id } as NonNullable<Node["domAttributes"]>,
-          data: { group: v.group, selected: v.id === selectedId },
-        };
-      }),
-    [viewNodes, laid, contextIds, selectedId, focusId],
-  );
-  const edges = useMemo<Edge[]>(
+  const instance = useRef<ReactFlowInstance<FlowNode> | null>(null);
+  const box = useRef<HTMLDivElement | null>(null);
+
+  /** Each view node as React Flow wants it, made when first needed (a pan reuses them). */
+  const flowNode = useMemo(() => {
+    const made = new Map<string, FlowNode>();
+    const byId = new Map(viewNodes.map((v) => [v.id, v]));
+    return (id: string): FlowNode | undefined => {
+      const seen = made.get(id);
+      if (seen) return seen;
+      const v = byId.get(id);
+      if (!v) return undefined;
+      const node = toFlowNode(v, laid.positions.get(v.id) ?? { x: 0, y: 0 }, contextIds, selectedId, focusId);
+      made.set(id, node);
+      return node;
+    };
+  }, [viewNodes, laid, contextIds, selectedId, focusId]);
+  const flowEdges = useMemo<Edge[]>(
     () =>
       viewEdges.map((e) => {
         const style = EDGE_STYLE[e.kind] ?? EDGE_STYLE.chain!;
@@ -316,28 +346,59 @@ function DrawnGraph({
     [viewEdges],
   );
 
+  // The part of the layout React Flow is given (null: all of it, a small graph). Set from the
+  // viewport once React Flow is up, and again whenever a pan or zoom leaves it.
+  const culled = viewNodes.length > ALWAYS_RENDERED;
+  const [cullWindow, setCullWindow] = useState<{ rect: Rect; laid: Laid } | null>(null);
+  const windowRef = useRef<Rect | null>(null);
+  const laidRef = useRef(laid);
+  laidRef.current = laid;
+  const follow = useCallback((viewport: Viewport) => {
+    const el = box.current;
+    if (!el) return;
+    const seen = visibleRect(viewport, el.clientWidth || 1, el.clientHeight || 1);
+    if (windowRef.current && containsRect(windowRef.current, seen)) return;
+    windowRef.current = padRect(seen, WINDOW_MARGIN);
+    setCullWindow({ rect: windowRef.current, laid: laidRef.current });
+  }, []);
+  const { nodes, edges } = useMemo(() => {
+    if (!culled) {
+      const all = viewNodes.map((v) => flowNode(v.id)!);
+      return { nodes: all, edges: flowEdges };
+    }
+    if (!cullWindow) return { nodes: [] as FlowNode[], edges: [] as Edge[] };
+    const keep = [selectedId, focusId].filter((id): id is string => id !== null);
+    const { nodeIds, edgeIds } = cullGraph(laid.positions, flowEdges, cullWindow.rect, keep);
+    // In the view's order, as when every node is given: the Tab order follows it.
+    const some: FlowNode[] = [];
+    for (const v of viewNodes) if (nodeIds.has(v.id)) some.push(flowNode(v.id)!);
+    return { nodes: some, edges: flowEdges.filter((e) => edgeIds.has(e.id)) };
+  }, [culled, cullWindow, viewNodes, flowNode, flowEdges, laid, selectedId, focusId]);
+  const minimapColors = useMemo(() => {
+    const colors = new Map(viewNodes.map((v) => [v.id, minimapColor(v)]));
+    return (id: string) => colors.get(id) ?? "#c4c8cf";
+  }, [viewNodes]);
+
   const [initialized, setInitialized] = useState(false);
   const reported = useRef(false);
-  const instance = useRef<ReactFlowInstance<FlowNode> | null>(null);
-  const box = useRef<HTMLDivElement | null>(null);
 
-  // Every redraw after a new layout: a mark with how many nodes, for the bench.
+  // Every redraw after a new layout (once the part on screen is drawn): a mark with how many
+  // nodes the view has and how many React Flow was given, for the bench.
+  const markedLayout = useRef<Laid | null>(null);
+  const windowReady = !culled || cullWindow?.laid === laid;
   useEffect(() => {
-    if (!initialized) return;
-    const frame = requestAnimationFrame(() =>
-      requestAnimationFrame(() =>
-        performance.mark("strata:graph-drawn", { detail: { nodes: nodes.length, layoutMs: laid.ms } }),
-      ),
-    );
-    return () => cancelAnimationFrame(frame);
-  }, [initialized, nodes.length, laid.ms]);
+    if (!initialized || !windowReady || markedLayout.current === laid) return;
+    markedLayout.current = laid;
+    const detail = { nodes: viewNodes.length, drawn: nodes.length, layoutMs: laid.ms };
+    requestAnimationFrame(() => requestAnimationFrame(() => performance.mark("strata:graph-drawn", { detail })));
+  }, [initialized, windowReady, laid, viewNodes.length, nodes.length]);
 
   /** The readable default: zoom 1 (text at its CSS size), on the selection or the newest nodes. */
   const place = useCallback(
     (keepZoom: boolean) => {
       const flow = instance.current;
       const el = box.current;
-      if (!flow || !el || nodes.length === 0) return;
+      if (!flow || !el || viewNodes.length === 0) return;
       const zoom = keepZoom ? flow.getZoom() : 1;
       const selected = selectedId ? laid.positions.get(selectedId) : undefined;
       if (selected) {
@@ -356,7 +417,7 @@ function DrawnGraph({
       const y = el.clientHeight / 2 - (newest.y + NODE_HEIGHT / 2) * zoom;
       void flow.setViewport({ x, y, zoom });
     },
-    [nodes.length, laid, selectedId],
+    [viewNodes.length, laid, selectedId],
   );
   // First drawing: the newest region (or the selection from the URL).
   const placed = useRef(false);
@@ -364,12 +425,18 @@ function DrawnGraph({
     if (!initialized || placed.current) return;
     placed.current = true;
     place(false);
-  }, [initialized, place]);
+    follow(instance.current!.getViewport());
+  }, [initialized, place, follow]);
   // A new view (a chain expanded, a filter, a jump): the selection stays centred, at the same zoom.
   const firstLayout = useRef(laid);
   useEffect(() => {
     if (laid === firstLayout.current || !initialized) return;
-    const frame = requestAnimationFrame(() => place(true));
+    const frame = requestAnimationFrame(() => {
+      place(true);
+      // The part of the new layout on screen (the old window's rect is of the old positions).
+      windowRef.current = null;
+      follow(instance.current!.getViewport());
+    });
     return () => cancelAnimationFrame(frame);
     // Only a new layout moves the view; a new selection alone does not.
   }, [laid, initialized]);
@@ -388,15 +455,15 @@ function DrawnGraph({
       left + NODE_WIDTH * zoom <= el.clientWidth &&
       top + NODE_HEIGHT * zoom <= el.clientHeight;
     if (!inside) void flow.setCenter(at.x + NODE_WIDTH / 2, at.y + NODE_HEIGHT / 2, { zoom });
-  }, [selectedId, laid, initialized]);
+    follow(flow.getViewport());
+  }, [selectedId, laid, initialized, follow]);
   useEffect(() => {
     if (!initialized || reported.current || nodes.length === 0 || !onFirstRender) return;
     reported.current = true;
     // Two frames: React committed, then the browser painted the nodes.
-    requestAnimationFrame(() =>
-      requestAnimationFrame(() => onFirstRender({ layoutMs: laid.ms, nodes: nodes.length, edges: edges.length })),
-    );
-  }, [initialized, nodes.length, edges.length, laid.ms, onFirstRender]);
+    const info = { layoutMs: laid.ms, nodes: viewNodes.length, edges: viewEdges.length };
+    requestAnimationFrame(() => requestAnimationFrame(() => onFirstRender(info)));
+  }, [initialized, nodes.length, viewNodes.length, viewEdges.length, laid.ms, onFirstRender]);
 
   /** The nearest node from `fromId` in an arrow's direction (the layout's coordinates). */
   const neighbour = useCallback(
@@ -425,20 +492,51 @@ function DrawnGraph({
     [laid],
   );
 
-  const focusNode = useCallback((id: string) => {
+  const focusNode = useCallback(
+    (id: string) => {
+      const flow = instance.current;
+      const el = box.current;
+      const find = () => el?.querySelector<HTMLElement>(`.react-flow__node[data-id="${CSS.escape(id)}"]`);
+      const now = find();
+      if (now) {
+        now.focus();
+        return;
+      }
+      // Off screen (not rendered): bring it into view, then focus it once drawn (a few frames:
+      // the window moves, React Flow draws the node).
+      const p = laid.positions.get(id);
+      if (flow && p) {
+        void flow.setCenter(p.x + NODE_WIDTH / 2, p.y + NODE_HEIGHT / 2, { zoom: flow.getZoom() });
+        follow(flow.getViewport());
+      }
+      let frames = 0;
+      const attempt = () => {
+        const drawn = find();
+        if (drawn) drawn.focus();
+        else if ((frames += 1) < 30) requestAnimationFrame(attempt);
+      };
+      requestAnimationFrame(attempt);
+    },
+    [laid, follow],
+  );
+
+  /** The whole layout in view (every node, not only those React Flow was given). */
+  const fitWhole = useCallback(() => {
     const flow = instance.current;
-    const el = box.current;
-    const find = () => el?.querySelector<HTMLElement>(`.react-flow__node[data-id="${CSS.escape(id)}"]`);
-    const now = find();
-    if (now) {
-      now.focus();
-      return;
+    if (!flow || laid.positions.size === 0) return;
+    let left = Infinity;
+    let top = Infinity;
+    let right = -Infinity;
+    let bottom = -Infinity;
+    for (const p of laid.positions.values()) {
+      left = Math.min(left, p.x);
+      top = Math.min(top, p.y);
+      right = Math.max(right, p.x + NODE_WIDTH);
+      bottom = Math.max(bottom, p.y + NODE_HEIGHT);
     }
-    // Off screen (not rendered): bring it into view, then focus it once drawn.
-    const p = flow?.getNode(id)?.position;
-    if (flow && p) void flow.setCenter(p.x + NODE_WIDTH / 2, p.y + NODE_HEIGHT / 2, { zoom: flow.getZoom() });
-    requestAnimationFrame(() => requestAnimationFrame(() => find()?.focus()));
-  }, []);
+    void flow.fitBounds({ x: left, y: top, width: right - left, height: bottom - top }, { padding: 0.1 });
+    follow(flow.getViewport());
+  }, [laid, follow]);
 
   const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
     const flow = instance.current;
@@ -491,9 +589,10 @@ function DrawnGraph({
           instance.current = flow;
           setInitialized(true);
         }}
+        onMove={culled ? (_, viewport) => follow(viewport) : undefined}
         // A click handler also gives nodes pointer events (they are neither draggable nor selectable).
         onNodeClick={(_, node) => onSelect(node.id)}
-        onlyRenderVisibleElements={nodes.length > ALWAYS_RENDERED}
+        onlyRenderVisibleElements={culled}
         nodesDraggable={false}
         nodesConnectable={false}
         elementsSelectable={false}
@@ -502,15 +601,20 @@ function DrawnGraph({
         maxZoom={2}
       >
         <Background gap={24} size={1} color="#d9dce1" />
-        <Controls showInteractive={false} />
-        <MiniMap
-          pannable
-          zoomable
-          ariaLabel="Minimap of the whole graph"
-          nodeColor={minimapColor}
-          nodeStrokeWidth={0}
-          maskColor="rgba(240, 242, 245, 0.7)"
-        />
+        {/* React Flow's own "fit view" fits the nodes it was given: only the part on screen. */}
+        <Controls showInteractive={false} showFitView={false}>
+          <ControlButton
+            className="react-flow__controls-fitview"
+            onClick={fitWhole}
+            title="Fit View"
+            aria-label="Fit View"
+          >
+            <svg viewBox="0 0 32 30" aria-hidden="true">
+              <path d="M3.7 11.1V4.9c0-.7.5-1.2 1.2-1.2h6.2V0H4.9A4.9 4.9 0 0 0 0 4.9v6.2h3.7zM20.9 3.7h6.2c.7 0 1.2.5 1.2 1.2v6.2H32V4.9A4.9 4.9 0 0 0 27.1 0h-6.2v3.7zM28.3 18.9v6.2c0 .7-.5 1.2-1.2 1.2h-6.2V30h6.2a4.9 4.9 0 0 0 4.9-4.9v-6.2h-3.7zM11.1 26.3H4.9c-.7 0-1.2-.5-1.2-1.2v-6.2H0v6.2A4.9 4.9 0 0 0 4.9 30h6.2v-3.7z" />
+            </svg>
+          </ControlButton>
+        </Controls>
+        <GraphMinimap positions={laid.positions} colorOf={minimapColors} ariaLabel="Minimap of the whole graph" />
         {laid.bands ? (
           <ViewportPortal>
             {laid.bands.map((b) => (
@@ -539,9 +643,9 @@ function DrawnGraph({
   );
 }
 
-function minimapColor(node: FlowNode): string {
-  if (node.type === "group") return "#9aa1ad";
-  const n = (node.data as SnapshotData).node;
+function minimapColor(v: ViewNode): string {
+  if (v.kind !== "snapshot") return "#9aa1ad";
+  const n = v.node;
   if (n.degraded > 0) return "#b3261e";
   if (n.current) return "#1f7a4d";
   if (n.pins > 0) return "#2f5bd3";
