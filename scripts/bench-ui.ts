@@ -237,9 +237,11 @@ async function benchSize(snapshots: number): Promise<Figures> {
       const { at, detail } = (await drawn.jsonValue())!;
       expandMs = at - clickedAt;
       // React Flow is given the nodes inside the viewport and a margin (components/graph-viewport.ts).
+      const drawnNodes = await page.locator(".react-flow__node").count();
+      if (drawnNodes === 0) throw new Error("no graph node was drawn after expanding every chain");
       log(
         `expand every chain: ${expandMs.toFixed(0)} ms (${detail.nodes} nodes laid out, ${detail.drawn ?? detail.nodes} given to React Flow, ` +
-          `${await page.locator(".react-flow__node").count()} drawn)`,
+          `${drawnNodes} drawn)`,
       );
     }
 
