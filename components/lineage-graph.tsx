@@ -353,14 +353,27 @@ function DrawnGraph({
   const windowRef = useRef<Rect | null>(null);
   const laidRef = useRef(laid);
   laidRef.current = laid;
+  const culledRef = useRef(culled);
+  culledRef.current = culled;
   const follow = useCallback((viewport: Viewport) => {
     const el = box.current;
-    if (!el) return;
+    if (!el || !culledRef.current) return;
     const seen = visibleRect(viewport, el.clientWidth || 1, el.clientHeight || 1);
     if (windowRef.current && containsRect(windowRef.current, seen)) return;
     windowRef.current = padRect(seen, WINDOW_MARGIN);
     setCullWindow({ rect: windowRef.current, laid: laidRef.current });
   }, []);
+  // A canvas that grows (a wider window, the navigation collapsed) may show more than the window.
+  useEffect(() => {
+    const el = box.current;
+    if (!el || typeof ResizeObserver === "undefined") return;
+    const observer = new ResizeObserver(() => {
+      const flow = instance.current;
+      if (flow) follow(flow.getViewport());
+    });
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [follow]);
   const { nodes, edges } = useMemo(() => {
     if (!culled) {
       const all = viewNodes.map((v) => flowNode(v.id)!);
