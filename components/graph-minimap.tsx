@@ -72,15 +72,25 @@ export function GraphMinimap({
       ctx.fillStyle = colorOf(id);
       ctx.fillRect(p.x * scale + offsetX, p.y * scale + offsetY, w, h);
     }
+    // Outside the viewport shaded, as React Flow's minimap does, and the viewport outlined.
     const style = getComputedStyle(el);
-    ctx.strokeStyle = style.getPropertyValue("--xy-minimap-mask-stroke-color").trim() || "#6b7280";
-    ctx.lineWidth = 1.5;
-    ctx.strokeRect(
+    const box = [
       view.left * scale + offsetX,
       view.top * scale + offsetY,
       (view.right - view.left) * scale,
       (view.bottom - view.top) * scale,
-    );
+    ] as const;
+    ctx.beginPath();
+    ctx.rect(0, 0, WIDTH, HEIGHT);
+    ctx.rect(...box);
+    // A colour the canvas cannot parse is ignored, leaving the fallback set just before.
+    ctx.fillStyle = "rgba(240, 242, 245, 0.6)";
+    ctx.fillStyle = style.getPropertyValue("--xy-minimap-mask-background-color").trim();
+    ctx.fill("evenodd");
+    ctx.strokeStyle = "#6b7280";
+    ctx.strokeStyle = style.getPropertyValue("--xy-minimap-mask-stroke-color").trim();
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(...box);
   });
 
   /** Centres the view on the layout point under the pointer. */
