@@ -243,6 +243,26 @@ async function benchSize(snapshots: number): Promise<Figures> {
         `expand every chain: ${expandMs.toFixed(0)} ms (${detail.nodes} nodes laid out, ${detail.drawn ?? detail.nodes} given to React Flow, ` +
           `${drawnNodes} drawn)`,
       );
+      // Only the part around the viewport is drawn: the arrow keys still walk the whole graph (a
+      // node off screen is drawn, then focused).
+      const focused = () =>
+        page.evaluate(() => document.activeElement?.closest(".react-flow__node")?.getAttribute("data-id") ?? null);
+      await page.locator(".react-flow__node").first().focus();
+      const seen = new Set([await focused()]);
+      for (let step = 0; step < 12; step += 1) {
+        await page.keyboard.press("ArrowLeft");
+        await page.waitForFunction(
+          (before) => {
+            const id = document.activeElement?.closest(".react-flow__node")?.getAttribute("data-id");
+            return id && !before.includes(id);
+          },
+          [...seen] as string[],
+        );
+        seen.add(await focused());
+      }
+      log(
+        `arrow keys: 12 steps left along the expanded graph, each focusing another node (drawn when it was off screen)`,
+      );
     }
 
     const firstRender = median(results.map((r) => r.rendered));
