@@ -6,6 +6,7 @@
 import { Panel, useStore, useReactFlow } from "@xyflow/react";
 import { useEffect, useMemo, useRef, type PointerEvent, type WheelEvent } from "react";
 import { NODE_HEIGHT, NODE_WIDTH } from "./graph-layout.ts";
+import { layoutBounds } from "./graph-viewport.ts";
 
 const WIDTH = 200;
 const HEIGHT = 150;
@@ -24,19 +25,7 @@ export function GraphMinimap({
   const transform = useStore((s) => s.transform);
   const size = useStore((s) => ({ width: s.width, height: s.height }), sameSize);
   const flow = useReactFlow();
-  const bounds = useMemo(() => {
-    let left = Infinity;
-    let top = Infinity;
-    let right = -Infinity;
-    let bottom = -Infinity;
-    for (const p of positions.values()) {
-      left = Math.min(left, p.x);
-      top = Math.min(top, p.y);
-      right = Math.max(right, p.x + NODE_WIDTH);
-      bottom = Math.max(bottom, p.y + NODE_HEIGHT);
-    }
-    return Number.isFinite(left) ? { left, top, right, bottom } : { left: 0, top: 0, right: 1, bottom: 1 };
-  }, [positions]);
+  const bounds = useMemo(() => layoutBounds(positions) ?? { left: 0, top: 0, right: 1, bottom: 1 }, [positions]);
   const [tx, ty, zoom] = transform;
   const view = {
     left: -tx / zoom,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { NODE_HEIGHT, NODE_WIDTH } from "./graph-layout.ts";
-import { containsRect, cullGraph, padRect, visibleRect } from "./graph-viewport.ts";
+import { containsRect, cullGraph, layoutBounds, padRect, visibleRect } from "./graph-viewport.ts";
 
 /** Nodes on a grid, `columns` wide, one column every 300 and one row every 120 (layout units). */
 function grid(columns: number, rows: number) {
@@ -59,5 +59,16 @@ describe("the part of the graph React Flow is given", () => {
   it("counts a node that only touches the window's edge as meeting it", () => {
     const positions = new Map([["a", { x: -NODE_WIDTH, y: -NODE_HEIGHT }]]);
     expect(cullGraph(positions, [], { left: 0, top: 0, right: 10, bottom: 10 }).nodeIds).toEqual(new Set(["a"]));
+  });
+
+  it("fits the whole layout (the fit button and the minimap), node boxes included", () => {
+    expect(layoutBounds(new Map())).toBeNull();
+    expect(layoutBounds(grid(3, 2))).toEqual({ left: 0, top: 0, right: 600 + NODE_WIDTH, bottom: 120 + NODE_HEIGHT });
+    expect(layoutBounds(new Map([["a", { x: -50, y: 40 }]]))).toEqual({
+      left: -50,
+      top: 40,
+      right: -50 + NODE_WIDTH,
+      bottom: 40 + NODE_HEIGHT,
+    });
   });
 });

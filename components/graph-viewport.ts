@@ -20,6 +20,21 @@ export interface ViewportState {
   zoom: number;
 }
 
+/** The box around every laid-out node (null when there is none). */
+export function layoutBounds(positions: ReadonlyMap<string, { x: number; y: number }>): Rect | null {
+  let left = Infinity;
+  let top = Infinity;
+  let right = -Infinity;
+  let bottom = -Infinity;
+  for (const p of positions.values()) {
+    left = Math.min(left, p.x);
+    top = Math.min(top, p.y);
+    right = Math.max(right, p.x + NODE_WIDTH);
+    bottom = Math.max(bottom, p.y + NODE_HEIGHT);
+  }
+  return Number.isFinite(left) ? { left, top, right, bottom } : null;
+}
+
 /** The part of the layout on screen: React Flow's viewport over a width × height canvas. */
 export function visibleRect(viewport: ViewportState, width: number, height: number): Rect {
   const left = (0 - viewport.x) / viewport.zoom;
