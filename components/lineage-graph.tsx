@@ -37,7 +37,7 @@ import { layoutGraphAsync } from "./graph-layout-async.ts";
 import { layoutLanes, type LaneBand, type LaneTick } from "./graph-layout-lanes.ts";
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type Positioned } from "./graph-layout.ts";
 import { GraphMinimap } from "./graph-minimap.tsx";
-import { containsRect, cullGraph, padRect, visibleRect, type Rect } from "./graph-viewport.ts";
+import { containsRect, cullGraph, layoutBounds, padRect, visibleRect, type Rect } from "./graph-viewport.ts";
 
 type SnapshotData = { node: GraphNode; context: boolean; selected: boolean; focus: boolean };
 type GroupData = { group: CollapsedGroup; selected: boolean };
@@ -172,12 +172,13 @@ const ALWAYS_RENDERED = 120;
 /** The margin around the viewport whose nodes React Flow is given, as a fraction of the viewport. */
 const WINDOW_MARGIN = 0.5;
 
+/** Each edge kind's line, label and arrowhead colour is the theme's (app/globals.css, light and dark). */
 const EDGE_STYLE: Record<string, { stroke: string; dash?: string; label?: string }> = {
-  chain: { stroke: "#4b5563" },
-  supersedes: { stroke: "#8a6d3b", dash: "6 4", label: "superseded by" },
-  seeded: { stroke: "#2f5bd3", label: "seeded" },
-  "degraded-from": { stroke: "#b3261e", dash: "2 3", label: "degraded from" },
-  fork: { stroke: "#7b3fb3", dash: "8 3", label: "forked" },
+  chain: { stroke: "var(--edge-chain)" },
+  supersedes: { stroke: "var(--edge-supersedes)", dash: "6 4", label: "superseded by" },
+  seeded: { stroke: "var(--edge-seeded)", label: "seeded" },
+  "degraded-from": { stroke: "var(--edge-degraded)", dash: "2 3", label: "degraded from" },
+  fork: { stroke: "var(--edge-fork)", dash: "8 3", label: "forked" },
 };
 
 export interface LineageGraphProps {
@@ -536,18 +537,12 @@ function DrawnGraph({
   /** The whole layout in view (every node, not only those React Flow was given). */
   const fitWhole = useCallback(() => {
     const flow = instance.current;
-    if (!flow || laid.positions.size === 0) return;
-    let left = Infinity;
-    let top = Infinity;
-    let right = -Infinity;
-    let bottom = -Infinity;
-    for (const p of laid.positions.values()) {
-      left = Math.min(left, p.x);
-      top = Math.min(top, p.y);
-      right = Math.max(right, p.x + NODE_WIDTH);
-      bottom = Math.max(bottom, p.y + NODE_HEIGHT);
-    }
-    void flow.fitBounds({ x: left, y: top, width: right - left, height: bottom - top }, { padding: 0.1 });
+    const all = layoutBounds(laid.positions);
+    if (!flow || !all) return;
+    void flow.fitBounds(
+      { x: all.left, y: all.top, width: all.right - all.left, height: all.bottom - all.top },
+      { padding: 0.1 },
+    );
     follow(flow.getViewport());
   }, [laid, follow]);
 
