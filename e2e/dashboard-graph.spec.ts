@@ -359,3 +359,33 @@ test("a baseline's page shows its validation evidence and the restores it seeded
   await expect(page.getByRole("button", { name: /Retire/ })).toHaveCount(0);
   await page.screenshot({ path: "e2e/screenshots/baseline-detail.png", fullPage: true });
 });
+
+for (const scheme of ["light", "dark"] as const) {
+  test(`each edge's line and arrowhead are its kind's colour in the ${scheme} theme`, async ({ page }) => {
+    await page.emulateMedia({ colorScheme: scheme });
+    await signIn(page, "operator");
+    const graph = await openGraph(page, "web-app");
+    await expect(graph.locator(".react-flow__edge.edge-seeded")).not.toHaveCount(0);
+    const seen = await page.evaluate(() => {
+      // The theme's colour of a variable, as the browser resolves it.
+      const probe = document.createElement("div");
+      document.body.append(probe);
+      const resolve = (variable: string) => {
+        probe.style.color = `var(${variable})`;
+        return getComputedStyle(probe).color;
+      };
+      const expected = { chain: resolve("--edge-chain"), seeded: resolve("--edge-seeded") };
+      probe.remove();
+      const drawn = (kind: string) => {
+        const path = document.querySelector<SVGPathElement>(`.react-flow__edge.edge-${kind} .react-flow__edge-path`)!;
+        const marker = path.getAttribute("marker-end")!.match(/#([^']+)/)![1]!;
+        const arrow = document.getElementById(marker)!.querySelector("polyline")!;
+        return { line: getComputedStyle(path).stroke, arrowhead: getComputedStyle(arrow).fill };
+      };
+      return { expected, chain: drawn("chain"), seeded: drawn("seeded") };
+    });
+    expect(seen.expected.chain).not.toBe(seen.expected.seeded);
+    expect(seen.chain).toEqual({ line: seen.expected.chain, arrowhead: seen.expected.chain });
+    expect(seen.seeded).toEqual({ line: seen.expected.seeded, arrowhead: seen.expected.seeded });
+  });
+}
