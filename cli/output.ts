@@ -1,4 +1,5 @@
 // Exit codes and output helpers shared by every command.
+import { bigintsAsStrings } from "../server/domain/json-text.ts";
 
 /** Exit codes that tell failure kinds apart. */
 export const EXIT = {
@@ -20,11 +21,7 @@ export class CliError extends Error {
 
 /** Prints a value as JSON (for --json) or a human line. */
 export function emit(json: boolean, value: unknown, human: string): void {
-  process.stdout.write(json ? `${JSON.stringify(value, bigintReplacer, 2)}\n` : `${human}\n`);
-}
-
-function bigintReplacer(_key: string, value: unknown): unknown {
-  return typeof value === "bigint" ? value.toString() : value;
+  process.stdout.write(json ? `${JSON.stringify(value, bigintsAsStrings, 2)}\n` : `${human}\n`);
 }
 
 /** A progress line on a terminal; silent when stderr is not a TTY (logs, pipes). */

@@ -12,6 +12,7 @@ import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mc
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { isStrataError, StrataError } from "../server/domain/errors.ts";
+import { bigintsAsStrings } from "../server/domain/json-text.ts";
 import type { StrataClient } from "./index.ts";
 
 export interface McpServerOptions {
@@ -39,7 +40,7 @@ function inside(root: string, path: string): boolean {
 
 /** JSON text of a result: dates as ISO strings, bigints (byte counts) as decimal strings, as in the REST API. */
 function jsonText(value: unknown, indent?: number): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? v.toString() : v), indent);
+  return JSON.stringify(value, bigintsAsStrings, indent);
 }
 
 /** A tool's answer: the result as JSON text, and as structured content for clients that read it. */
