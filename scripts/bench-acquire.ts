@@ -202,6 +202,28 @@ function runQueueWaitMs(path: string): number | null {
   }
 }
 
+/** CPU used and time spent waiting for a core, in ms, of one process (null: not readable). */
+interface Usage {
+  cpuMs: number | null;
+  waitMs: number | null;
+}
+
+function usageOf(pid: number): Usage {
+  const seconds = processCpuSeconds(pid);
+  return { cpuMs: seconds === null ? null : seconds * 1000, waitMs: runQueueWaitMs(String(pid)) };
+}
+
+/** What the backends used of `field` between two readings; null if any backend's cannot be read. */
+function backendsDelta(before: Map<number, Usage>, after: Map<number, Usage>, field: keyof Usage): number | null {
+  let sum = 0;
+  for (const [pid, now] of after) {
+    const value = now[field];
+    if (value === null) return null;
+    sum += value - (before.get(pid)?.[field] ?? 0);
+  }
+  return sum;
+}
+
 /** The PostgreSQL backends serving this catalog (the server runs on this machine in the bench). */
 async function backendPids(catalog: TestCatalog): Promise<number[]> {
   const rows = await catalog.db.$queryRawUnsafe<{ pid: number }[]>(
@@ -397,8 +419,7 @@ async function measure(
   probe?: Awaited<ReturnType<typeof startMachineProbe>>,
 ) {
   await probe?.begin();
-  const before = new Map((await backendPids(catalog)).map((pid) => [pid, processCpuSeconds(pid)]));
-  const waitBefore = new Map([...before.keys()].map((pid) => [pid, runQueueWaitMs(String(pid))]));
+  const before = new Map((await backendPids(catalog)).map((pid) => [pid, usageOf(pid)]));
   const mainThread = `${process.pid}/task/${process.pid}`;
   const nodeWaitBefore = runQueueWaitMs(mainThread);
   const nodeBefore = process.cpuUsage();
@@ -406,16 +427,10 @@ async function measure(
   const node = process.cpuUsage(nodeBefore);
   const machine: MachineFigures | null = probe ? await probe.end() : null;
   const nodeWaitAfter = runQueueWaitMs(mainThread);
-  let postgresSeconds: number | null = 0;
-  let postgresWaitMs: number | null = 0;
-  for (const pid of new Set([...before.keys(), ...(await backendPids(catalog))])) {
-    const now = processCpuSeconds(pid);
-    if (now === null || postgresSeconds === null) postgresSeconds = null;
-    else postgresSeconds += now - (before.get(pid) ?? 0);
-    const waited = runQueueWaitMs(String(pid));
-    if (waited === null || postgresWaitMs === null) postgresWaitMs = null;
-    else postgresWaitMs += waited - (waitBefore.get(pid) ?? 0);
-  }
+  const pids = new Set([...before.keys(), ...(await backendPids(catalog))]);
+  const after = new Map([...pids].map((pid) => [pid, usageOf(pid)]));
+  const postgresCpuMs = backendsDelta(before, after, "cpuMs");
+  const postgresWaitMs = backendsDelta(before, after, "waitMs");
   latencies.sort((a, b) => a - b);
   return {
     p50: percentile(latencies, 50),
@@ -424,7 +439,7 @@ async function measure(
     throughput: total / (elapsedMs / 1000),
     /** CPU per acquire in ms: this process (the service, and for HTTP the serving) and the PostgreSQL backends. */
     nodeCpu: (node.user + node.system) / 1000 / total,
-    postgresCpu: postgresSeconds === null ? null : (postgresSeconds * 1000) / total,
+    postgresCpu: postgresCpuMs === null ? null : postgresCpuMs / total,
     /** Ms per acquire that this process's main thread and the PostgreSQL backends waited for a core. */
     nodeWait: nodeWaitBefore === null || nodeWaitAfter === null ? null : (nodeWaitAfter - nodeWaitBefore) / total,
     postgresWait: postgresWaitMs === null ? null : postgresWaitMs / total,
