@@ -16,13 +16,7 @@ import type { LayerDescriptor } from "../server/domain/content.ts";
 import { collectGarbage } from "../server/gc/collect-garbage.ts";
 import { publishSnapshot } from "../server/content/layers.ts";
 import { retireSnapshot } from "../server/lineage/retirement.ts";
-import {
-  ageBlobs,
-  createCapturingSnapshot,
-  createOwner,
-  storeBytes,
-  type Owner,
-} from "../server/testing/content.ts";
+import { ageBlobs, createCapturingSnapshot, createOwner, storeBytes, type Owner } from "../server/testing/content.ts";
 
 const { values } = parseArgs({
   options: {

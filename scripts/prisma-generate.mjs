@@ -22,7 +22,11 @@ const env = {
 };
 
 const targets = [
-  { schema: "prisma/postgres/schema.prisma", output: "server/db/generated/postgres", url: "postgresql://localhost/strata-generate" },
+  {
+    schema: "prisma/postgres/schema.prisma",
+    output: "server/db/generated/postgres",
+    url: "postgresql://localhost/strata-generate",
+  },
   { schema: "prisma/sqlite/schema.prisma", output: "server/db/generated/sqlite", url: "file:./.strata/generate.db" },
 ];
 

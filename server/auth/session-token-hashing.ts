@@ -52,7 +52,9 @@ export function hashSessionTokens<A extends AnyAdapter>(adapter: A): A {
       return withToken(row, presentedToken(args.where));
     },
     findMany: (args) =>
-      args.model === SESSION_MODEL ? adapter.findMany({ ...args, where: hashWhere(args.where) }) : adapter.findMany(args),
+      args.model === SESSION_MODEL
+        ? adapter.findMany({ ...args, where: hashWhere(args.where) })
+        : adapter.findMany(args),
     count: (args) =>
       args.model === SESSION_MODEL ? adapter.count({ ...args, where: hashWhere(args.where) }) : adapter.count(args),
     async update(args) {
@@ -71,7 +73,9 @@ export function hashSessionTokens<A extends AnyAdapter>(adapter: A): A {
         ? adapter.deleteMany({ ...args, where: hashWhere(args.where)! })
         : adapter.deleteMany(args),
     consumeOne: (args) =>
-      args.model === SESSION_MODEL ? adapter.consumeOne({ ...args, where: hashWhere(args.where)! }) : adapter.consumeOne(args),
+      args.model === SESSION_MODEL
+        ? adapter.consumeOne({ ...args, where: hashWhere(args.where)! })
+        : adapter.consumeOne(args),
     incrementOne: (args) =>
       args.model === SESSION_MODEL
         ? adapter.incrementOne({ ...args, where: hashWhere(args.where)! })

@@ -3,15 +3,7 @@
 import { z } from "zod";
 import { liveWorkspaceSchema } from "./live-holds.ts";
 
-const SNAPSHOT_STATES = [
-  "capturing",
-  "ready",
-  "superseded",
-  "retired",
-  "failed",
-  "deleting",
-  "deleted",
-] as const;
+const SNAPSHOT_STATES = ["capturing", "ready", "superseded", "retired", "failed", "deleting", "deleted"] as const;
 export const snapshotStateSchema = z.enum(SNAPSHOT_STATES);
 export const snapshotClassSchema = z.enum(["baseline", "checkpoint"]);
 export const rungSchema = z.enum(["checkpoint", "baseline", "cold"]);

@@ -3,7 +3,14 @@ import { afterAll, describe, expect, it } from "vitest";
 import { repositoryLayout } from "./commands.ts";
 import { discoverRepository } from "./discover.ts";
 import { createGitRunner } from "./runner.ts";
-import { commitAll, git, initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
+import {
+  commitAll,
+  git,
+  initRepository,
+  removeTemporaryDirectories,
+  temporaryDirectory,
+  write,
+} from "../testing/repos.ts";
 
 afterAll(removeTemporaryDirectories);
 

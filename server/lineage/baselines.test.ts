@@ -2,7 +2,15 @@ import { expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { isStrataError } from "../domain/errors.ts";
 import { publishBaseline } from "./baselines.ts";
-import { baselineKeyOf, cleanEvidence, makeAgent, manifestOf, oid, publishClean, scenario } from "../testing/lineage.ts";
+import {
+  baselineKeyOf,
+  cleanEvidence,
+  makeAgent,
+  manifestOf,
+  oid,
+  publishClean,
+  scenario,
+} from "../testing/lineage.ts";
 
 describeEachDatabase("publishBaseline", (catalog) => {
   it("publishes the first baseline of a key with its evidence and manifest", async () => {

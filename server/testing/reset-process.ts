@@ -33,18 +33,13 @@ if (held.origin !== "reused" || !held.previous) {
   process.stdout.write(`${JSON.stringify({ failed: `took a ${held.origin} worktree` })}\n`);
   process.exit(1);
 }
-await resetHeldWorktree(
-  held,
-  { snapshotId: input.snapshotId, manifest: input.manifest },
-  held.previous,
-  {
-    blobs: memoryBlobSource(blobs),
-    beforeStep: async (step) => {
-      if (step !== args.stopAt) return;
-      process.stdout.write(`${JSON.stringify({ at: step, name: held.name })}\n`);
-      // Wait here until killed (the timer keeps the process alive).
-      await new Promise(() => setInterval(() => undefined, 1000));
-    },
+await resetHeldWorktree(held, { snapshotId: input.snapshotId, manifest: input.manifest }, held.previous, {
+  blobs: memoryBlobSource(blobs),
+  beforeStep: async (step) => {
+    if (step !== args.stopAt) return;
+    process.stdout.write(`${JSON.stringify({ at: step, name: held.name })}\n`);
+    // Wait here until killed (the timer keeps the process alive).
+    await new Promise(() => setInterval(() => undefined, 1000));
   },
-);
+});
 process.stdout.write(`${JSON.stringify({ failed: "the reset finished" })}\n`);

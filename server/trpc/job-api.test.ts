@@ -25,9 +25,7 @@ describeEachDatabase("job API", (catalog) => {
   let alice: ReturnType<typeof createCaller>;
   let bob: ReturnType<typeof createCaller>;
   const callerFor = (token: string) =>
-    createCaller(
-      createContextInner({ db: catalog().db, authorization: `Bearer ${token}`, user: null }),
-    );
+    createCaller(createContextInner({ db: catalog().db, authorization: `Bearer ${token}`, user: null }));
   const key = () => ({
     repository: { identity: `example.invalid/${uniqueName("jobs")}` },
     backendKind: "local",

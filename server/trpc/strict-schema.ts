@@ -61,11 +61,14 @@ export function laxInputObjects(schema: z.ZodType, path = "input", seen = new Se
   seen.add(schema);
   const def = defOf(schema);
   const lax: string[] = [];
-  if (def.type === "object" && defOf(def.catchall ?? ({ _zod: { def: { type: "unknown" } } } as never)).type !== "never") {
+  if (
+    def.type === "object" &&
+    defOf(def.catchall ?? ({ _zod: { def: { type: "unknown" } } } as never)).type !== "never"
+  ) {
     lax.push(path);
   }
   if (def.type === "record" || def.type === "unknown" || def.type === "any") lax.push(`${path} (${def.type})`);
-  const shape = def.type === "object" ? def.shape ?? {} : null;
+  const shape = def.type === "object" ? (def.shape ?? {}) : null;
   for (const child of children(def)) {
     const key = shape ? Object.entries(shape).find(([, s]) => s === child)?.[0] : undefined;
     const childPath = key ? `${path}.${key}` : def.type === "array" ? `${path}[]` : path;

@@ -71,8 +71,10 @@ async function unrecorded(git: GitRunner, path: string, recorded: RecordedSnapsh
   }
   const found = await compareWorktree(path, recorded);
   if (!found.treeAvailable) return `its repository lacks the recorded tree ${recorded.tree}`;
-  if (found.headMoved) return `HEAD moved from ${recorded.head ?? "an unborn branch"} to ${found.head.current ?? "none"}`;
-  if (found.drifted.length > 0) return `changes since snapshot ${recorded.id} (${some(found.drifted.map((d) => d.path))})`;
+  if (found.headMoved)
+    return `HEAD moved from ${recorded.head ?? "an unborn branch"} to ${found.head.current ?? "none"}`;
+  if (found.drifted.length > 0)
+    return `changes since snapshot ${recorded.id} (${some(found.drifted.map((d) => d.path))})`;
   if (found.leftOut.length > 0) return `files a capture leaves out (${some(found.leftOut.map((o) => o.path))})`;
   return null;
 }
