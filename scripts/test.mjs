@@ -1,12 +1,12 @@
 // `npm test`: every check, in order, stopping at the first failure.
-// the CLI's build -> typecheck -> lint (ESLint, knip) -> vitest (SQLite and PostgreSQL) -> next build ->
+// the CLI's build -> typecheck -> lint (ESLint, knip, Prettier) -> vitest (SQLite and PostgreSQL) -> next build ->
 // Playwright (Chromium).
 import { spawnSync } from "node:child_process";
 
 const steps = [
   ["the CLI, compiled to JavaScript (dist/cli)", "node", ["scripts/build-cli.mjs"]],
   ["typecheck", "npx", ["tsc", "--noEmit"]],
-  ["lint (ESLint, knip)", "npm", ["run", "--silent", "lint"]],
+  ["lint (ESLint, knip, Prettier)", "npm", ["run", "--silent", "lint"]],
   ["unit and database tests (SQLite + PostgreSQL)", "npx", ["vitest", "run"]],
   ["build", "npx", ["next", "build"]],
   ["browser tests (Chromium)", "npx", ["playwright", "test"]],
