@@ -180,7 +180,10 @@ describeEachDatabase("dashboard sign-in", (catalog, kind) => {
 it("keeps the generated cookie secret private to its owner", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "strata-secret-"));
   try {
-    createAuth({ db: {} as never, dialect: sqliteDialect() }, loadConfig({ STRATA_DATA_DIR: dir }));
+    createAuth(
+      { db: {} as never, dialect: sqliteDialect(() => Promise.reject(new Error("no database"))) },
+      loadConfig({ STRATA_DATA_DIR: dir }),
+    );
     expect(statSync(path.join(dir, "auth-secret")).mode & 0o777).toBe(0o600);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -129,10 +129,13 @@ export function openCatalog(url: string, options: OpenOptions = {}): CatalogHand
   }
   const file = sqlitePath(url);
   if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const adapter = serializeSqlite(new PrismaBetterSQLite3({ url: `file:${file}`, timeout: 15_000 }));
+  const sqlite = serializeSqlite(new PrismaBetterSQLite3({ url: `file:${file}`, timeout: 15_000 }));
   // Same models, same API: the SQLite client is used through the PostgreSQL client's type.
-  const db = new SqlitePrismaClient({ adapter }) as unknown as Catalog;
-  const dialect = sqliteDialect();
+  const db = new SqlitePrismaClient({ adapter: sqlite.factory }) as unknown as Catalog;
+  const dialect = sqliteDialect(async () => {
+    if (!sqlite.connected()) await db.$connect();
+    return sqlite.connected()!;
+  });
   bindDialect(db, dialect);
   return { db, dialect, url, close: () => db.$disconnect() };
 }

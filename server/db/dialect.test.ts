@@ -1,6 +1,6 @@
 // The dialect's contract on both databases: what it renders runs, the clock is the database's,
 // locks hold, and each provider hands out its own implementation of what differs beyond SQL.
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
 import { inTransaction, openCatalog } from "./client.ts";
 import { dialectOf } from "./dialect.ts";
@@ -100,6 +100,54 @@ describeEachDatabase("dialect", (catalog, kind) => {
     await db.blobChunk.create({ data: { blobId: blob.id, seq: 0, data: bytes } });
     const [row] = await db.$queryRawUnsafe<{ text: string }[]>(dialect.chunkText.select, blob.id, 0);
     expect(dialect.chunkText.decode(row!.text)).toEqual(bytes);
+    await db.blob.delete({ where: { id: blob.id } });
+  });
+
+  it("writes and reads blob chunks on the driver for a client and on the transaction inside one", async () => {
+    const { db, dialect } = catalog();
+    const bytes = randomBytes(300 * 1024);
+    bytes[0] = 0;
+    const blob = await db.blob.create({ data: { digest: "e".repeat(64), state: "uploading", storedAt: new Date() } });
+    // A Uint8Array view into a larger buffer: only its own bytes are stored.
+    const view = new Uint8Array(bytes.buffer, bytes.byteOffset + 7, 1000);
+    await dialect.blobChunks.insert(db, blob.id, 0, bytes);
+    await dialect.blobChunks.insert(db, blob.id, 1, view);
+    expect(await dialect.blobChunks.read(db, blob.id, 0)).toEqual(bytes);
+    expect(await dialect.blobChunks.read(db, blob.id, 1)).toEqual(Buffer.from(view));
+    expect(await dialect.blobChunks.read(db, blob.id, 2)).toBeNull();
+    // What the client wrote the model API sees byte for byte.
+    const stored = await db.blobChunk.findUnique({ where: { blobId_seq: { blobId: blob.id, seq: 0 } } });
+    expect(Buffer.from(stored!.data)).toEqual(bytes);
+
+    // Inside a transaction both go with it: a rollback leaves nothing.
+    await expect(
+      inTransaction(db, async (tx) => {
+        await dialect.blobChunks.insert(tx, blob.id, 2, view);
+        expect(await dialect.blobChunks.read(tx, blob.id, 2)).toEqual(Buffer.from(view));
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect(await dialect.blobChunks.read(db, blob.id, 2)).toBeNull();
+
+    // A client write issued while a transaction is open lands once it has ended, never inside it.
+    let releaseTransaction!: () => void;
+    const holding = new Promise<void>((resolve) => (releaseTransaction = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const transaction = inTransaction(db, async (tx) => {
+      await tx.lease.create({
+        data: { name: `chunk-order-${blob.id}`, holder: "t", acquiredAt: new Date(), expiresAt: new Date() },
+      });
+      entered();
+      await holding;
+      throw new Error("rolled back");
+    }).catch((error: Error) => error.message);
+    await inside;
+    const write = dialect.blobChunks.insert(db, blob.id, 3, view);
+    releaseTransaction();
+    expect(await transaction).toBe("rolled back");
+    await write;
+    expect(await dialect.blobChunks.read(db, blob.id, 3)).toEqual(Buffer.from(view));
     await db.blob.delete({ where: { id: blob.id } });
   });
 

@@ -78,16 +78,33 @@ function wrapAdapter(inner: SqlDriverAdapter): SqlDriverAdapter {
   };
 }
 
+/** A serialized SQLite adapter factory, and the adapter it connected (for the dialect's byte paths). */
+export interface SerialSqlite {
+  factory: SqlDriverAdapterFactory;
+  /** The adapter Prisma's client connected through this factory; null before it connects. */
+  connected(): SqlDriverAdapter | null;
+}
+
 /** Wraps a SQLite adapter factory; see the file comment. */
-export function serializeSqlite<F extends SqlDriverAdapterFactory>(factory: F): SqlDriverAdapterFactory {
+export function serializeSqlite<F extends SqlDriverAdapterFactory>(factory: F): SerialSqlite {
+  let adapter: SqlDriverAdapter | null = null;
   return {
-    provider: factory.provider,
-    adapterName: factory.adapterName,
-    connect: async () => {
-      const adapter = wrapAdapter(await factory.connect());
-      // WAL lets readers in other processes continue while one process writes.
-      await adapter.executeScript("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;");
-      return adapter;
+    factory: {
+      provider: factory.provider,
+      adapterName: factory.adapterName,
+      connect: async () => {
+        const wrapped = wrapAdapter(await factory.connect());
+        const dispose = wrapped.dispose;
+        wrapped.dispose = () => {
+          if (adapter === wrapped) adapter = null;
+          return dispose();
+        };
+        // WAL lets readers in other processes continue while one process writes.
+        await wrapped.executeScript("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;");
+        adapter = wrapped;
+        return wrapped;
+      },
     },
+    connected: () => adapter,
   };
 }

@@ -175,8 +175,8 @@ describeEachDatabase("blob HTTP API", (catalog) => {
     }
     expect(received).toBe(200 * MiB);
     expect(check.digest("hex")).toBe(digest);
-    // Holding the blob whole would need 200 MiB or more. What is held: a row in flight, and
-    // Prisma's debug history of its last 100 calls (about 40 MiB of 256 KiB rows).
+    // Holding the blob whole would need 200 MiB or more. What is held: rows in flight, and rows
+    // read or written that the garbage collector has not reclaimed yet.
     expect(peak).toBeLessThan(64 * MiB);
     console.info(`200 MiB through PUT and GET: peak heap+external growth ${(peak / MiB).toFixed(1)} MiB`);
   }, 300_000);

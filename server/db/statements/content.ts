@@ -31,25 +31,14 @@ export async function lockStoredBlob(tx: Db, digest: string): Promise<{ id: stri
   return row ? { id: row.id, chunkCount: toNumber(row.chunk_count) } : null;
 }
 
-/**
- * Writes one chunk of a blob's bytes. A raw statement: the model API costs about three times as
- * much per byte.
- */
-export async function insertBlobChunk(db: Db, blobId: string, seq: number, data: Uint8Array): Promise<void> {
-  const sql = dialectOf(db);
-  await db.$executeRawUnsafe(
-    `INSERT INTO blob_chunks (blob_id, seq, data) VALUES (${sql.p(1)}, ${sql.p(2)}, ${sql.p(3)})`,
-    blobId,
-    seq,
-    data,
-  );
+/** Writes one chunk of a blob's bytes (straight to the driver on the client: see Dialect.blobChunks). */
+export function insertBlobChunk(db: Db, blobId: string, seq: number, data: Uint8Array): Promise<void> {
+  return dialectOf(db).blobChunks.insert(db, blobId, seq, data);
 }
 
 /** The bytes of one chunk of a blob; null when there is no such chunk (the blob was collected). */
-export async function readBlobChunk(db: Db, blobId: string, seq: number): Promise<Buffer | null> {
-  const { chunkText } = dialectOf(db);
-  const [row] = await db.$queryRawUnsafe<{ text: string }[]>(chunkText.select, blobId, seq);
-  return row ? chunkText.decode(row.text) : null;
+export function readBlobChunk(db: Db, blobId: string, seq: number): Promise<Buffer | null> {
+  return dialectOf(db).blobChunks.read(db, blobId, seq);
 }
 
 /**
