@@ -45,7 +45,9 @@ try {
     process.stderr.write(`strata: ${error.message}\n`);
     process.exitCode = error.exitCode;
   } else {
-    process.stderr.write(`strata: ${(error as Error).stack ?? String(error)}\n`);
+    const stack = (error as Error).stack;
+    const { sourceMappedStack } = await import("./source-mapped-stack.ts");
+    process.stderr.write(`strata: ${stack ? sourceMappedStack(stack) : String(error)}\n`);
     process.exitCode = EXIT.FAILURE;
   }
 }
