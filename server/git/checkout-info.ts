@@ -28,7 +28,10 @@ export async function describeCheckout(dir: string, opts: Omit<GitRunnerOptions,
   const runner = createGitRunner({ ...opts, cwd: start });
   const layout = (await discoverRepository(start)) ?? (await runner.run(repositoryLayout()));
   const git = runner.at(layout.root);
-  const remotes = recordedRemotes(await git.run(configMatching("^remote\\..+\\.url$")));
+  // One git process reads both the remotes and what a Strata restore recorded (keys come back
+  // in lower case, but a remote's name keeps its own).
+  const config = await git.run(configMatching("^(remote\\..+\\.url|strata\\.restore(dfrom|stage))$"));
+  const remotes = recordedRemotes(config);
   const preferred = remotes.find((r) => r.name === "origin") ?? remotes[0];
   let remoteDefaultBranch: string | null = null;
   if (preferred) {
@@ -40,8 +43,7 @@ export async function describeCheckout(dir: string, opts: Omit<GitRunnerOptions,
     });
     if (target?.startsWith(prefix)) remoteDefaultBranch = target.slice(prefix.length);
   }
-  // git prints configuration keys in lower case.
-  const strata = new Map(await git.run(configMatching("^strata\\.restore(dfrom|stage)$")));
+  const strata = new Map(config);
   const snapshotId = strata.get("strata.restoredfrom");
   const restoredFrom = snapshotId ? { snapshotId, stage: strata.get("strata.restorestage") ?? "exact" } : null;
   return { layout, remotes, identity: repositoryIdentity(remotes), remoteDefaultBranch, restoredFrom };
