@@ -1,13 +1,13 @@
 // Fresh, migrated catalogs of each kind, dropped afterwards: for the tests (through
 // describeEachDatabase in test-databases.ts) and for the benchmarks, which need no test runner.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { parseIntoClientConfig } from "pg-connection-string";
 import { openCatalog, type CatalogHandle, type DatabaseKind } from "../db/client.ts";
-import { migrate } from "../db/migrate.ts";
+import { migrate, readMigrations } from "../db/migrate.ts";
 import { adminPostgresUrl, POSTGRES_HINT } from "./postgres.ts";
 
 export const DATABASE_KINDS: DatabaseKind[] = ["sqlite", "postgres"];
@@ -32,8 +32,8 @@ export interface EmptyDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates an empty database (no migrations applied). */
-export async function createEmptyDatabase(kind: DatabaseKind): Promise<EmptyDatabase> {
+/** Creates an empty database (no migrations applied), or on PostgreSQL a copy of `template`. */
+export async function createEmptyDatabase(kind: DatabaseKind, template?: string): Promise<EmptyDatabase> {
   if (kind === "sqlite") {
     const dir = mkdtempSync(path.join(os.tmpdir(), "strata-test-"));
     return {
@@ -43,7 +43,7 @@ export async function createEmptyDatabase(kind: DatabaseKind): Promise<EmptyData
     };
   }
   const name = `t_${randomBytes(6).toString("hex")}`;
-  await withAdmin((c) => c.query(`CREATE DATABASE ${name}`));
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`));
   const url = new URL(adminPostgresUrl());
   url.pathname = `/${name}`;
   return {
@@ -57,10 +57,44 @@ export interface TestCatalog extends CatalogHandle {
   drop(): Promise<void>;
 }
 
+/**
+ * The name of a PostgreSQL database holding every migration, for new catalogs to be copied from
+ * (CREATE DATABASE … TEMPLATE): copying takes about 120 ms where migrating an empty database
+ * takes 300 ms more, for each of the suite's 160-odd catalogs. The name carries a digest of the
+ * migrations, so a changed migration gets a template of its own; one process builds it under a
+ * temporary name, under an advisory lock, and renames it when it is complete.
+ */
+let templateName: Promise<string> | undefined;
+
+function migratedTemplate(): Promise<string> {
+  templateName ??= (async () => {
+    const digest = createHash("sha256");
+    for (const m of readMigrations("postgres")) digest.update(`${m.name}\0${m.checksum}\0`);
+    const name = `strata_test_template_${digest.digest("hex").slice(0, 16)}`;
+    await withAdmin(async (admin) => {
+      await admin.query("SELECT pg_advisory_lock(hashtext('strata test template'))");
+      try {
+        const found = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+        if (found.rowCount) return;
+        const building = `${name}_${randomBytes(4).toString("hex")}`;
+        await admin.query(`CREATE DATABASE ${building}`);
+        const url = new URL(adminPostgresUrl());
+        url.pathname = `/${building}`;
+        await migrate(url.toString());
+        await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+      } finally {
+        await admin.query("SELECT pg_advisory_unlock(hashtext('strata test template'))");
+      }
+    });
+    return name;
+  })();
+  return templateName;
+}
+
 /** A fresh, migrated catalog. */
 export async function createTestCatalog(kind: DatabaseKind): Promise<TestCatalog> {
-  const empty = await createEmptyDatabase(kind);
-  await migrate(empty.url);
+  const empty = await createEmptyDatabase(kind, kind === "postgres" ? await migratedTemplate() : undefined);
+  if (kind === "sqlite") await migrate(empty.url);
   const handle = openCatalog(empty.url, { poolSize: 20 });
   return {
     ...handle,
