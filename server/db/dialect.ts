@@ -98,8 +98,33 @@ function isTransaction(db: Db): boolean {
   return !("$transaction" in db);
 }
 
+type ChunkText = Dialect["chunkText"];
+type BlobChunks = Dialect["blobChunks"];
+type DirectChunks = {
+  insert(blobId: string, seq: number, data: Uint8Array): Promise<void>;
+  read(blobId: string, seq: number): Promise<Buffer | null>;
+};
+
 const INSERT_CHUNK = (p: (n: number) => string) =>
   `INSERT INTO blob_chunks (blob_id, seq, data) VALUES (${p(1)}, ${p(2)}, ${p(3)})`;
+
+/**
+ * Blob chunks on `direct` (the driver) for a catalog client, and through Prisma on a
+ * transaction, so they commit or roll back with it.
+ */
+function blobChunks(p: (n: number) => string, text: ChunkText, direct: DirectChunks): BlobChunks {
+  return {
+    async insert(db, blobId, seq, data) {
+      if (isTransaction(db)) await db.$executeRawUnsafe(INSERT_CHUNK(p), blobId, seq, data);
+      else await direct.insert(blobId, seq, data);
+    },
+    async read(db, blobId, seq) {
+      if (!isTransaction(db)) return direct.read(blobId, seq);
+      const [row] = await db.$queryRawUnsafe<{ text: string }[]>(text.select, blobId, seq);
+      return row ? text.decode(row.text) : null;
+    },
+  };
+}
 
 /**
  * SQLite's dialect. `adapter` gives the adapter the catalog client connected (connecting it
@@ -107,7 +132,7 @@ const INSERT_CHUNK = (p: (n: number) => string) =>
  */
 export function sqliteDialect(adapter: () => Promise<SqlDriverAdapter>): Dialect {
   const p = () => "?";
-  const chunkText = {
+  const chunkText: ChunkText = {
     select: `SELECT hex(data) AS text FROM blob_chunks WHERE blob_id = ? AND seq = ?`,
     of: (column: string) => `hex(${column})`,
     decode: (text: string) => Buffer.from(text, "hex"),
@@ -129,12 +154,8 @@ export function sqliteDialect(adapter: () => Promise<SqlDriverAdapter>): Dialect
       const rows = await tx.$queryRawUnsafe<T[]>(`SELECT ${columns} FROM ${table} WHERE id = ?`, id);
       return rows[0] ?? null;
     },
-    blobChunks: {
-      async insert(db, blobId, seq, data) {
-        if (isTransaction(db)) {
-          await db.$executeRawUnsafe(INSERT_CHUNK(p), blobId, seq, data);
-          return;
-        }
+    blobChunks: blobChunks(p, chunkText, {
+      async insert(blobId, seq, data) {
         await (
           await adapter()
         ).executeRaw({
@@ -147,11 +168,7 @@ export function sqliteDialect(adapter: () => Promise<SqlDriverAdapter>): Dialect
           ],
         });
       },
-      async read(db, blobId, seq) {
-        if (isTransaction(db)) {
-          const [row] = await db.$queryRawUnsafe<{ text: string }[]>(chunkText.select, blobId, seq);
-          return row ? chunkText.decode(row.text) : null;
-        }
+      async read(blobId, seq) {
         const result = await (
           await adapter()
         ).queryRaw({
@@ -165,7 +182,7 @@ export function sqliteDialect(adapter: () => Promise<SqlDriverAdapter>): Dialect
         const text = result.rows[0]?.[0];
         return typeof text === "string" ? chunkText.decode(text) : null;
       },
-    },
+    }),
     chunkText,
     listedBlobDigests: (digests) =>
       `SELECT DISTINCT e.value AS digest FROM snapshots s, json_each(s.metadata, '$.manifest.blobDigests') e ` +
@@ -180,7 +197,7 @@ export function sqliteDialect(adapter: () => Promise<SqlDriverAdapter>): Dialect
   };
 }
 
-const PG_CHUNK_TEXT = {
+const PG_CHUNK_TEXT: ChunkText = {
   select: `SELECT encode(data, 'base64') AS text FROM blob_chunks WHERE blob_id = $1 AND seq = $2`,
   of: (column: string) => `encode(${column}, 'base64')`,
   decode: (text: string) => Buffer.from(text, "base64"),
@@ -222,16 +239,11 @@ export function postgresDialect(pool: pg.Pool): Dialect {
       const rows = await tx.$queryRawUnsafe<T[]>(`SELECT ${columns} FROM ${table} WHERE id = $1${lock(mode)}`, id);
       return rows[0] ?? null;
     },
-    blobChunks: {
-      async insert(db, blobId, seq, data) {
-        if (isTransaction(db)) await db.$executeRawUnsafe(INSERT_CHUNK(p), blobId, seq, data);
-        else await pool.query({ name: "strata_chunk_insert", text: INSERT_CHUNK(p), values: [blobId, seq, data] });
+    blobChunks: blobChunks(p, PG_CHUNK_TEXT, {
+      async insert(blobId, seq, data) {
+        await pool.query({ name: "strata_chunk_insert", text: INSERT_CHUNK(p), values: [blobId, seq, data] });
       },
-      async read(db, blobId, seq) {
-        if (isTransaction(db)) {
-          const [row] = await db.$queryRawUnsafe<{ text: string }[]>(PG_CHUNK_TEXT.select, blobId, seq);
-          return row ? PG_CHUNK_TEXT.decode(row.text) : null;
-        }
+      async read(blobId, seq) {
         const { rows } = await pool.query<{ data: Buffer }>({
           name: "strata_chunk_read",
           text: "SELECT data FROM blob_chunks WHERE blob_id = $1 AND seq = $2",
@@ -239,7 +251,7 @@ export function postgresDialect(pool: pg.Pool): Dialect {
         });
         return rows[0]?.data ?? null;
       },
-    },
+    }),
     chunkText: PG_CHUNK_TEXT,
     listedBlobDigests: (digests) =>
       `SELECT DISTINCT e.value AS digest FROM snapshots s CROSS JOIN LATERAL jsonb_array_elements_text(` +
