@@ -51,9 +51,9 @@ const zodInEnglishOnly = {
   },
 };
 
-function readInfo() {
+function readInfo(file = INFO) {
   try {
-    return JSON.parse(readFileSync(INFO, "utf8"));
+    return JSON.parse(readFileSync(file, "utf8"));
   } catch {
     return null;
   }
@@ -61,20 +61,26 @@ function readInfo() {
 
 /**
  * Why the build in dist/cli cannot be used as it is: "missing", or "stale" when a source it was
- * built from changed (or is gone) since; null when it is current. Costs one stat per source.
+ * built from changed (or is gone) since; null when it is current. Costs one stat per source and
+ * per module built. `root` is the checkout (this one unless a test names another); it ends with
+ * a path separator.
  */
-export function buildState() {
-  const info = readInfo();
+export function buildState(root = ROOT) {
+  // Every start of strata runs this: the paths are joined by hand (path.join normalizes each
+  // one, which cost more than the stats), and only the modules are looked for, not their maps.
+  const outDir = `${root}dist${path.sep}cli${path.sep}`;
+  const infoFile = `${outDir}build-info.json`;
+  const info = readInfo(infoFile);
   if (!info || !Array.isArray(info.inputs) || !Array.isArray(info.files)) return "missing";
   let built;
   try {
-    built = statSync(INFO).mtimeMs;
-    for (const file of info.files) statSync(path.join(OUT_DIR, file));
+    built = statSync(infoFile).mtimeMs;
+    for (const file of info.files) if (file.endsWith(".mjs")) statSync(outDir + file);
   } catch {
     return "missing";
   }
   for (const input of info.inputs) {
-    const stat = statSync(path.join(ROOT, input), { throwIfNoEntry: false });
+    const stat = statSync(root + input, { throwIfNoEntry: false });
     if (!stat || stat.mtimeMs > built) return "stale";
   }
   return null;
