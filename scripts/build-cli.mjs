@@ -20,8 +20,11 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
-export const OUT_DIR = path.join(ROOT, "dist", "cli");
-const INFO = path.join(OUT_DIR, "build-info.json");
+/** Where a checkout's CLI is built, and the record of the build (`root` ends with a separator). */
+const outDirOf = (root) => `${root}dist${path.sep}cli`;
+const infoFileOf = (root) => `${outDirOf(root)}${path.sep}build-info.json`;
+export const OUT_DIR = outDirOf(ROOT);
+const INFO = infoFileOf(ROOT);
 /**
  * Besides the project's modules the bundle reads: what changes how they are compiled, and which
  * versions of the bundled packages (zod) are installed.
@@ -68,8 +71,8 @@ function readInfo(file = INFO) {
 export function buildState(root = ROOT) {
   // Every start of strata runs this: the paths are joined by hand (path.join normalizes each
   // one, which cost more than the stats), and only the modules are looked for, not their maps.
-  const outDir = `${root}dist${path.sep}cli${path.sep}`;
-  const infoFile = `${outDir}build-info.json`;
+  const outDir = `${outDirOf(root)}${path.sep}`;
+  const infoFile = infoFileOf(root);
   const info = readInfo(infoFile);
   if (!info || !Array.isArray(info.inputs) || !Array.isArray(info.files)) return "missing";
   let built;
