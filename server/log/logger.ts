@@ -1,33 +1,50 @@
 // The process's structured log: pino, one JSON line per event on stderr (stdout stays for command
 // output and --json), pretty when stderr is a terminal. Level from STRATA_LOG_LEVEL. Secrets never
-// reach it: callers pass fields, never bodies or file contents, and the redact paths below blank
-// any token, password, cookie or authorization field that slips in anyway.
+// reach it: callers pass fields, never bodies or file contents, and redactFields below blanks any
+// token, password, cookie or authorization field that slips in anyway.
 import { pino, type DestinationStream, type Logger } from "pino";
 
 type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "silent"];
 
-/** Field paths whose values are replaced by "[redacted]" wherever they appear (two levels deep). */
-const REDACTED_PATHS = [
-  "token",
-  "password",
-  "cookie",
-  "authorization",
-  "secret",
-  "body",
-  "content",
-  "*.token",
-  "*.password",
-  "*.cookie",
-  "*.authorization",
-  "*.secret",
-  "*.body",
-  "*.content",
-  'headers["set-cookie"]',
-  '*.headers["set-cookie"]',
-  "*.headers.cookie",
-  "*.headers.authorization",
-];
+/** Fields whose values never reach the log (any case), at any of the first four levels of a line. */
+const SECRET_FIELDS = new Set(["token", "password", "cookie", "authorization", "secret", "body", "content"]);
+/** Names blanked inside any `headers` object among them. */
+const SECRET_HEADERS = new Set(["cookie", "authorization", "set-cookie"]);
+const CENSOR = "[redacted]";
+/** Levels below the line's own fields that are searched (a line is fields, not documents). */
+const REDACT_DEPTH = 3;
+
+function blanked(value: object, depth: number, inHeaders: boolean): object {
+  let copy: Record<string, unknown> | null = null;
+  for (const key of Object.keys(value)) {
+    const field = (value as Record<string, unknown>)[key];
+    let next = field;
+    const name = key.toLowerCase();
+    if (SECRET_FIELDS.has(name) || (inHeaders && SECRET_HEADERS.has(name))) next = CENSOR;
+    else if (typeof field === "object" && field !== null && depth < REDACT_DEPTH) {
+      next = blanked(field, depth + 1, key === "headers");
+    }
+    if (next === field) continue;
+    // Copied on the first change only (most lines have nothing to blank), keeping the prototype
+    // and the non-enumerable properties (an Error's message and stack); the caller's object is
+    // never changed.
+    copy ??= Array.isArray(value)
+      ? [...(value as unknown[])]
+      : Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value));
+    Object.defineProperty(copy, key, { value: next, enumerable: true, writable: true, configurable: true });
+  }
+  return copy ?? value;
+}
+
+/**
+ * A line's fields (or a child logger's bindings) with every secret field replaced by
+ * "[redacted]". It replaces pino's path-based redact option, which parsed its paths again for
+ * every line and cost several times the rest of the line (about 30 µs against 6 µs).
+ */
+function redactFields<T extends object>(fields: T): T {
+  return blanked(fields, 0, false) as T;
+}
 
 export interface LoggingOptions {
   level?: LogLevel;
@@ -52,16 +69,22 @@ function unconfiguredLevel(): LogLevel {
 }
 
 function makeLogger(level: LogLevel, destination: DestinationStream): Logger {
-  return pino(
+  const log = pino(
     {
       level,
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-      redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+      formatters: { level: (label) => ({ level: label }), log: redactFields },
     },
     destination,
   );
+  // pino formats a child's bindings with no formatter, so they are blanked on the way in (a
+  // child's own children inherit this method).
+  const child = log.child;
+  log.child = function (this: Logger, bindings, options) {
+    return child.call(this, redactFields(bindings), options);
+  } as Logger["child"];
+  return log;
 }
 
 // One logger per process, kept on globalThis: the Next app's bundle and the CLI's each carry a
