@@ -36,6 +36,7 @@ describe("the process log", () => {
         body: "b-1",
         content: "k-1",
         job: { id: "job-7", token: "t-2", spec: { repository: { secret: "s-2" } } },
+        attempts: [{ n: 1, Authorization: "a-2" }, "second"],
         agentId: "agent-3",
       },
       "with secrets",
@@ -45,9 +46,10 @@ describe("the process log", () => {
       expect(line[key]).toBe("[redacted]");
     }
     expect(line.job).toEqual({ id: "job-7", token: "[redacted]", spec: { repository: { secret: "[redacted]" } } });
+    expect(line.attempts).toEqual([{ n: 1, Authorization: "[redacted]" }, "second"]);
     expect(line.agentId).toBe("agent-3");
     expect(line.msg).toBe("with secrets");
-    expect(lines.join("")).not.toMatch(/t-1|p-1|c-1|a-1|s-1|b-1|k-1|t-2|s-2/);
+    expect(lines.join("")).not.toMatch(/t-1|p-1|c-1|a-1|s-1|b-1|k-1|t-2|s-2|a-2/);
   });
 
   it("blanks the credentials among logged headers and keeps the rest", () => {

@@ -16,11 +16,16 @@ const CENSOR = "[redacted]";
 const REDACT_DEPTH = 3;
 
 function blanked(value: object, depth: number, inHeaders: boolean): object {
-  let copy: Record<string, unknown> | null = null;
-  for (const key of Object.keys(value)) {
-    const field = (value as Record<string, unknown>)[key];
+  let copy: object | null = null;
+  // An array's keys are indexes, never a secret's name: only its objects are searched (a long
+  // list of paths costs nothing).
+  const keys = Array.isArray(value) ? null : Object.keys(value);
+  const count = keys ? keys.length : (value as unknown[]).length;
+  for (let i = 0; i < count; i++) {
+    const key = keys ? keys[i]! : i;
+    const field = (value as Record<string | number, unknown>)[key];
     let next = field;
-    const name = key.toLowerCase();
+    const name = keys ? (key as string).toLowerCase() : "";
     if (SECRET_FIELDS.has(name) || (inHeaders && SECRET_HEADERS.has(name))) next = CENSOR;
     else if (typeof field === "object" && field !== null && depth < REDACT_DEPTH) {
       next = blanked(field, depth + 1, key === "headers");
@@ -29,9 +34,9 @@ function blanked(value: object, depth: number, inHeaders: boolean): object {
     // Copied on the first change only (most lines have nothing to blank), keeping the prototype
     // and the non-enumerable properties (an Error's message and stack); the caller's object is
     // never changed.
-    copy ??= Array.isArray(value)
-      ? [...(value as unknown[])]
-      : Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value));
+    copy ??= keys
+      ? Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value))
+      : [...(value as unknown[])];
     Object.defineProperty(copy, key, { value: next, enumerable: true, writable: true, configurable: true });
   }
   return copy ?? value;
@@ -40,7 +45,7 @@ function blanked(value: object, depth: number, inHeaders: boolean): object {
 /**
  * A line's fields (or a child logger's bindings) with every secret field replaced by
  * "[redacted]". It replaces pino's path-based redact option, which parsed its paths again for
- * every line and cost several times the rest of the line (about 30 µs against 6 µs).
+ * every line and cost several times what the rest of the line does.
  */
 function redactFields<T extends object>(fields: T): T {
   return blanked(fields, 0, false) as T;
