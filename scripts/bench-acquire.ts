@@ -32,6 +32,8 @@
 // commits what it decided can take on this machine (a round trip, a commit, a WAL flush).
 // Each row also says what the machine did meanwhile (scripts/bench-machine-probe.ts): the CPU the
 // hypervisor stole, and the p99 and worst latency of a small fdatasync on the same disk.
+// Above the table: the PostgreSQL settings the figures depend on; under it, at each size, whether
+// the acquire statement's plan reaches snapshots and lineages by index only.
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
 // --transports in-process,db-floor,http,http-direct,http-floor --http-client node|fetch.
 import { fork } from "node:child_process";
@@ -52,6 +54,9 @@ import type { ClientsReply, ClientsRequest, HttpClient } from "./bench-acquire-c
 import { AGENTS, runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
 import { startMachineProbe, type MachineFigures } from "./bench-machine-probe.ts";
 import type { RestorePlan } from "../server/domain/views.ts";
+import type { StatementRunner } from "../server/db/dialect.ts";
+import { runAcquireStatement } from "../server/db/statements/acquire.ts";
+import { snapshotRefSelect } from "../server/lineage/snapshots.ts";
 
 const { values } = parseArgs({
   options: {
@@ -174,7 +179,65 @@ async function plans(catalog: TestCatalog): Promise<string[]> {
     const scan = rows.map((r) => r["QUERY PLAN"]).find((l) => /Scan/.test(l)) ?? "?";
     out.push(`${name}: ${scan.replace(/^[\s>-]+/, "").replace(/\s+\(cost.*$/, "")}`);
   }
+  // The acquire statement itself, for a batch of 16 (EXPLAIN does not run its inserts): each of
+  // its lookups in the filled tables must stay an index probe at every size; a sequential scan
+  // here costs every acquire the whole table. (Restores and pins are empty when it is planned,
+  // so a scan of them is cheapest then and says nothing.)
+  const plan: string[] = [];
+  const explain: StatementRunner = {
+    on: "transaction",
+    query: async <T>(_name: string, text: string, values: unknown[]): Promise<T[]> => {
+      const rows = await catalog.db.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(`EXPLAIN ${text}`, ...values);
+      plan.push(...rows.map((r) => r["QUERY PLAN"]));
+      return [];
+    },
+  };
+  const now = new Date();
+  const batch = Array.from({ length: 16 }, (_, i) => ({
+    agentId: `agent-${i % AGENTS}`,
+    repositoryIdentity: "bench.test/acme/repo-0",
+    backendKind: "modal",
+    baseImage: "img-1",
+    canonicalRef: "refs/heads/main",
+    requestedWorkContextId: `wc-${i}`,
+    workContextId: `wc-${i}`,
+    workspace: `/workspaces/${i}`,
+    host: "bench",
+    now,
+    restoreId: `explain-restore-${i}`,
+    newLineageId: `explain-lineage-${i}`,
+    pinId: `explain-pin-${i}`,
+    holder: "bench",
+    pinExpiresAt: now,
+  }));
+  await runAcquireStatement(explain, batch, Object.keys(snapshotRefSelect));
+  const scans = plan.filter((l) => /Seq Scan on (snapshots|lineages)\b/.test(l));
+  out.push(
+    `acquire statement: ${scans.length === 0 ? "index probes only" : scans.map((l) => l.trim().replace(/\s+\(cost.*$/, "")).join("; ")}`,
+  );
   return out;
+}
+
+/**
+ * The PostgreSQL settings the figures depend on, as one line: a commit's flush, autovacuum's
+ * periodic work on the tables every acquire writes (off on some CI machines), the buffer cache.
+ */
+async function serverSettings(catalog: TestCatalog): Promise<string> {
+  const names = ["server_version", "synchronous_commit", "fsync", "autovacuum", "shared_buffers", "max_connections"];
+  const rows = await catalog.db.$queryRawUnsafe<{ name: string; setting: string; unit: string | null }[]>(
+    `SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1::text[])`,
+    names,
+  );
+  const value = (name: string) => {
+    const row = rows.find((r) => r.name === name);
+    if (!row) return "?";
+    // shared_buffers is counted in 8 kB pages.
+    return row.unit === "8kB" ? `${Math.round((Number(row.setting) * 8) / 1024)} MB` : row.setting;
+  };
+  return `PostgreSQL ${value("server_version")}: ${names
+    .slice(1)
+    .map((n) => `${n} ${value(n)}`)
+    .join(", ")}`;
 }
 
 /** CPU seconds (user + system) a process has used, from /proc; null where that cannot be read. */
@@ -465,13 +528,20 @@ async function main(): Promise<void> {
   /** In-process p99 by size and load, for the HTTP rows' ratio. */
   const inProcessP99 = new Map<string, number>();
   const probe = await startMachineProbe();
+  let settings = "";
+  /** Each size's plan of the acquire statement, printed under the table. */
+  const statementPlans: string[] = [];
   for (const size of SIZES) {
     const shape = shapeFor(size);
     process.stderr.write(`filling a fresh PostgreSQL catalog with ~${size} snapshots…\n`);
     const catalog = await createTestCatalog("postgres");
     try {
       const count = await fill(catalog, shape);
-      for (const line of await plans(catalog)) process.stderr.write(`  ${line}\n`);
+      for (const line of await plans(catalog)) {
+        process.stderr.write(`  ${line}\n`);
+        if (line.startsWith("acquire statement:")) statementPlans.push(`at ${size}: ${line}`);
+      }
+      settings ||= await serverSettings(catalog);
       let offset = 0;
       for (const transport of TRANSPORTS) {
         const http =
@@ -554,10 +624,11 @@ async function main(): Promise<void> {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ");
   process.stdout.write(
-    `\nacquire latency, PostgreSQL (goal: p99 < ${GOAL_P99_MS} ms at 100k with ${GOAL_CLIENTS} clients)\n`,
+    `\nacquire latency, PostgreSQL (goal: p99 < ${GOAL_P99_MS} ms at 100k with ${GOAL_CLIENTS} clients)\n${settings}\n`,
   );
   process.stdout.write(`${line(header)}\n${line(widths.map((w) => "-".repeat(w)))}\n`);
   for (const row of rows) process.stdout.write(`${line(row)}\n`);
+  for (const plan of statementPlans) process.stdout.write(`${plan}\n`);
   // The goals are stated at 100k snapshots with 16 clients.
   const at = (transport: Transport, paced: boolean) =>
     results.find(
