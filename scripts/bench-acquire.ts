@@ -177,12 +177,23 @@ async function plans(catalog: TestCatalog): Promise<string[]> {
   for (const [name, sql] of Object.entries(lookups)) {
     const rows = await catalog.db.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(`EXPLAIN ${sql}`);
     const scan = rows.map((r) => r["QUERY PLAN"]).find((l) => /Scan/.test(l)) ?? "?";
-    out.push(`${name}: ${scan.replace(/^[\s>-]+/, "").replace(/\s+\(cost.*$/, "")}`);
+    out.push(`${name}: ${planNode(scan)}`);
   }
-  // The acquire statement itself, for a batch of 16 (EXPLAIN does not run its inserts): each of
-  // its lookups in the filled tables must stay an index probe at every size; a sequential scan
-  // here costs every acquire the whole table. (Restores and pins are empty when it is planned,
-  // so a scan of them is cheapest then and says nothing.)
+  return out;
+}
+
+/** A line of EXPLAIN's output as the node it names, without its arrow and costs. */
+function planNode(line: string): string {
+  return line.replace(/^[\s>-]+/, "").replace(/\s+\(cost.*$/, "");
+}
+
+/**
+ * The acquire statement itself, for a batch of 16 (EXPLAIN does not run its inserts): each of
+ * its lookups in the filled tables must stay an index probe at every size; a sequential scan
+ * here costs every acquire the whole table. (Restores and pins are empty when it is planned, so
+ * a scan of them is cheapest then and says nothing.)
+ */
+async function acquireStatementPlan(catalog: TestCatalog): Promise<string> {
   const plan: string[] = [];
   const explain: StatementRunner = {
     on: "transaction",
@@ -212,10 +223,7 @@ async function plans(catalog: TestCatalog): Promise<string[]> {
   }));
   await runAcquireStatement(explain, batch, Object.keys(snapshotRefSelect));
   const scans = plan.filter((l) => /Seq Scan on (snapshots|lineages)\b/.test(l));
-  out.push(
-    `acquire statement: ${scans.length === 0 ? "index probes only" : scans.map((l) => l.trim().replace(/\s+\(cost.*$/, "")).join("; ")}`,
-  );
-  return out;
+  return `acquire statement: ${scans.length === 0 ? "index probes only" : scans.map(planNode).join("; ")}`;
 }
 
 /**
@@ -537,10 +545,8 @@ async function main(): Promise<void> {
     const catalog = await createTestCatalog("postgres");
     try {
       const count = await fill(catalog, shape);
-      for (const line of await plans(catalog)) {
-        process.stderr.write(`  ${line}\n`);
-        if (line.startsWith("acquire statement:")) statementPlans.push(`at ${size}: ${line}`);
-      }
+      for (const line of await plans(catalog)) process.stderr.write(`  ${line}\n`);
+      statementPlans.push(`at ${size}: ${await acquireStatementPlan(catalog)}`);
       settings ||= await serverSettings(catalog);
       let offset = 0;
       for (const transport of TRANSPORTS) {
