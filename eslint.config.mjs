@@ -115,7 +115,7 @@ const MAY_IMPORT = {
   backends: ["content", "db", "git", "domain"],
   content: ["db", "domain"],
   auth: ["db", "domain", "config", "log"],
-  db: ["domain", "config"],
+  db: ["domain", "config", "log"],
   git: ["domain"],
   domain: [],
   config: ["domain"],

@@ -10,6 +10,7 @@ import { PrismaClient, type Prisma } from "./generated/postgres/client.ts";
 import { PrismaClient as SqlitePrismaClient } from "./generated/sqlite/client.ts";
 import { serializeSqlite } from "./sqlite-serial.ts";
 import { isRetryableConflict } from "./errors.ts";
+import { errorFields, logger } from "../log/logger.ts";
 import {
   bindDialect,
   dialectOf,
@@ -125,7 +126,23 @@ export function openCatalog(url: string, options: OpenOptions = {}): CatalogHand
     const db = new PrismaClient({ adapter });
     const dialect = postgresDialect(pool);
     bindDialect(db, dialect);
-    return { db, dialect, url, close: () => db.$disconnect() };
+    // An idle connection the server ends (a restart, an administrator's pg_terminate_backend)
+    // leaves the pool, which opens another on next use. Without a listener pg raises it as an
+    // unhandled 'error' that ends the process: Prisma's adapter adds one only once Prisma has
+    // connected, which a process running only the pool's own statements (the acquire) never did.
+    pool.on("error", (error) =>
+      logger().warn({ err: errorFields(error) }, "the catalog lost an idle PostgreSQL connection"),
+    );
+    return {
+      db,
+      dialect,
+      url,
+      close: async () => {
+        await db.$disconnect();
+        // Prisma ends the pool only if it connected; the pool's own statements may have used it alone.
+        if (!pool.ended) await pool.end();
+      },
+    };
   }
   const file = sqlitePath(url);
   if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });

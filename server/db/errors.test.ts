@@ -10,7 +10,7 @@ import { parseIntoClientConfig } from "pg-connection-string";
 import { describe, expect, it } from "vitest";
 import { StrataError } from "../domain/errors.ts";
 import { createAgent } from "../auth/agents.ts";
-import { describeEachDatabase } from "../testing/databases.ts";
+import { createEmptyDatabase, describeEachDatabase } from "../testing/databases.ts";
 import { adminPostgresUrl } from "../testing/postgres.ts";
 import { startPrivatePostgres } from "../testing/private-postgres.ts";
 import { openCatalog } from "./client.ts";
@@ -95,6 +95,41 @@ describe("isDatabaseUnavailable: outages", () => {
       await single.close();
       await catalog.close();
       await cluster.destroy();
+    }
+  });
+
+  it("outlives an idle connection the server ends when only the pool's own statements used it, and closes it all", async () => {
+    const database = await createEmptyDatabase("postgres");
+    const catalog = openCatalog(database.url);
+    const admin = new pg.Client(parseIntoClientConfig(database.url) as pg.ClientConfig);
+    await admin.connect();
+    const alive = async (pid: number) =>
+      (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1", [pid]))
+        .rows[0]!.n === 1;
+    const until = async (condition: () => Promise<boolean>) => {
+      for (let tries = 0; !(await condition()); tries += 1) {
+        if (tries > 200) throw new Error("the connection never changed");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    try {
+      // The acquire's path: statements on the pool, Prisma never connected.
+      const runner = catalog.dialect.statementRunner(catalog.db)!;
+      const backend = async () =>
+        (await runner.query<{ pid: number }>("probe", "SELECT pg_backend_pid() AS pid", []))[0]!.pid;
+      const first = await backend();
+      // A restart or an administrator ends the idle connection: no unhandled error, a new one next time.
+      await admin.query("SELECT pg_terminate_backend($1)", [first]);
+      await until(async () => !(await alive(first)));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const second = await backend();
+      expect(second).not.toBe(first);
+      await catalog.close();
+      await until(async () => !(await alive(second)));
+    } finally {
+      await catalog.close().catch(() => undefined);
+      await admin.end();
+      await database.drop();
     }
   });
 
