@@ -41,7 +41,8 @@
 // Above the table: the PostgreSQL settings the figures depend on; under it, at each size, whether
 // the acquire statement's plan reaches snapshots and lineages by index only.
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
-// --transports in-process,db-floor,no-disk-wait,http,http-direct,http-floor --http-client node|fetch.
+// --transports in-process,db-floor,no-disk-wait,http,http-direct,http-floor --http-client node|fetch
+// --disk-probe-ms 10 (0: no disk probe).
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -74,6 +75,7 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "400" },
     transports: { type: "string", default: "in-process,db-floor,no-disk-wait,http,http-direct,http-floor" },
     "http-client": { type: "string", default: "node" },
+    "disk-probe-ms": { type: "string", default: "10" },
   },
 });
 const TRANSPORT_NAMES = ["in-process", "db-floor", "no-disk-wait", "http", "http-direct", "http-floor"] as const;
@@ -99,6 +101,8 @@ const GOAL_SIZE = 100_000;
 /** HTTP p99 at most this multiple of the in-process p99. */
 const GOAL_HTTP_RATIO = 2;
 const ACQUIRES = Number(values.acquires);
+/** How often the machine probe fdatasyncs (0: the disk is not probed). */
+const DISK_PROBE_MS = Number(values["disk-probe-ms"]);
 const WARMUP = Number(values.warmup);
 
 const BASELINES_PER_KEY = 5; // 4 superseded + 1 ready
@@ -583,7 +587,7 @@ async function main(): Promise<void> {
   }[] = [];
   /** In-process p99 by size and load, for the HTTP rows' ratio. */
   const inProcessP99 = new Map<string, number>();
-  const probe = await startMachineProbe();
+  const probe = await startMachineProbe(DISK_PROBE_MS);
   let settings = "";
   /** Each size's plan of the acquire statement, printed under the table. */
   const statementPlans: string[] = [];
@@ -637,7 +641,7 @@ async function main(): Promise<void> {
               `${m.rungs.checkpoint}/${m.rungs.baseline}/${m.rungs.cold}`,
               transport !== "in-process" && baseP99 !== undefined ? `${(m.p99 / baseP99).toFixed(2)}x` : "",
               m.machine?.stealPercent == null ? "?" : m.machine.stealPercent.toFixed(1),
-              m.machine ? `${m.machine.fsyncP99.toFixed(1)}/${m.machine.fsyncMax.toFixed(1)}` : "",
+              m.machine?.fsync ? `${m.machine.fsync.p99.toFixed(1)}/${m.machine.fsync.max.toFixed(1)}` : "off",
             ]);
           }
         } finally {
@@ -717,8 +721,8 @@ async function main(): Promise<void> {
           (row.p99 >= floor.p99
             ? `the acquire's own work adds ${(row.p99 - floor.p99).toFixed(2)} ms at p99`
             : `above the acquire's (the disk stalled more while the floor ran)`) +
-          (m
-            ? `; meanwhile the disk's fdatasync p99/worst was ${m.fsyncP99.toFixed(1)}/${m.fsyncMax.toFixed(1)} ms`
+          (m?.fsync
+            ? `; meanwhile the disk's fdatasync p99/worst was ${m.fsync.p99.toFixed(1)}/${m.fsync.max.toFixed(1)} ms`
             : "") +
           (m?.stealPercent != null ? ` and ${m.stealPercent.toFixed(1)}% of CPU was stolen` : "") +
           "\n",

@@ -3,7 +3,7 @@
 // disk). Two figures per load:
 // - steal: the share of CPU time the hypervisor gave to other guests (/proc/stat), which no code
 //   here can win back;
-// - the disk's commit latency: a child process writes 8 KiB and fdatasyncs it every 10 ms, as
+// - the disk's commit latency: a child process writes 8 KiB and fdatasyncs it every 10 ms (bench:acquire --disk-probe-ms), as
 //   PostgreSQL's WAL flush does at each commit, on the same file system, and reports the p99 and
 //   the worst. A stall of the disk delays every commit in flight: a closed loop of 16 clients
 //   feels it in 16 acquires (under 1% of the run, below its p99), a paced load in every acquire
@@ -18,9 +18,8 @@ import { performance } from "node:perf_hooks";
 export interface MachineFigures {
   /** Percent of all CPU time stolen by the hypervisor during the load; null off Linux. */
   stealPercent: number | null;
-  /** The probe's fdatasync latency in ms during the load. */
-  fsyncP99: number;
-  fsyncMax: number;
+  /** The probe's fdatasync latency in ms during the load; null when the disk is not probed. */
+  fsync: { p99: number; max: number } | null;
 }
 
 interface CpuTimes {
@@ -39,17 +38,23 @@ function cpuTimes(): CpuTimes | null {
   }
 }
 
-type ProbeReply = { p99: number; max: number };
+type ProbeReply = { p99: number; max: number } | null;
 
-/** The probe process: started once, asked for its figures (and reset) at the end of each load. */
-export async function startMachineProbe(): Promise<{
+/**
+ * The probe process: started once, asked for its figures (and reset) at the end of each load.
+ * It fdatasyncs every `fsyncEveryMs` (0: never, the disk is not probed). The probe's flushes
+ * share the disk with PostgreSQL's, so they are part of what they measure.
+ */
+export async function startMachineProbe(fsyncEveryMs: number): Promise<{
   /** Marks the start of a load. */
   begin(): Promise<void>;
   /** The machine's figures since begin(). */
   end(): Promise<MachineFigures>;
   close(): Promise<void>;
 }> {
-  const child: ChildProcess = fork(new URL(import.meta.url), ["--probe"], { stdio: "inherit" });
+  const child: ChildProcess = fork(new URL(import.meta.url), ["--probe", String(fsyncEveryMs)], {
+    stdio: "inherit",
+  });
   const ask = () =>
     new Promise<ProbeReply>((resolve) => {
       child.once("message", (reply: ProbeReply) => resolve(reply));
@@ -69,7 +74,7 @@ export async function startMachineProbe(): Promise<{
         cpuBefore && cpuAfter && cpuAfter.total > cpuBefore.total
           ? (100 * (cpuAfter.steal - cpuBefore.steal)) / (cpuAfter.total - cpuBefore.total)
           : null;
-      return { stealPercent, fsyncP99: figures.p99, fsyncMax: figures.max };
+      return { stealPercent, fsync: figures };
     },
     async close() {
       const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -79,31 +84,45 @@ export async function startMachineProbe(): Promise<{
   };
 }
 
-/** In the probe process: fdatasync 8 KiB every 10 ms, and answer each "report" with the figures since the last. */
-function probe(): void {
+/**
+ * In the probe process: fdatasync 8 KiB every `everyMs` (if above 0), and answer each "report"
+ * with the figures since the last. It ends when asked, or when the bench that forked it is gone
+ * (a bench that crashed must not leave a process flushing the disk under the next one).
+ */
+function probe(everyMs: number): void {
   const file = join(tmpdir(), `strata-bench-fsync-${process.pid}`);
   const fd = openSync(file, "w");
   const page = Buffer.alloc(8192, 1);
   let latencies: number[] = [];
-  const tick = setInterval(() => {
-    const t0 = performance.now();
-    writeSync(fd, page, 0, page.length, 0);
-    fdatasyncSync(fd);
-    latencies.push(performance.now() - t0);
-  }, 10);
+  const tick =
+    everyMs > 0
+      ? setInterval(() => {
+          const t0 = performance.now();
+          writeSync(fd, page, 0, page.length, 0);
+          fdatasyncSync(fd);
+          latencies.push(performance.now() - t0);
+        }, everyMs)
+      : undefined;
+  const stop = () => {
+    clearInterval(tick);
+    closeSync(fd);
+    rmSync(file, { force: true });
+  };
+  process.once("disconnect", () => {
+    stop();
+    process.exit(0);
+  });
   process.on("message", (message) => {
     if (message === "exit") {
-      clearInterval(tick);
-      closeSync(fd);
-      rmSync(file, { force: true });
       process.disconnect();
       return;
     }
     const sorted = latencies.sort((a, b) => a - b);
     const p99 = sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)]! : 0;
-    process.send!({ p99, max: sorted.at(-1) ?? 0 } satisfies ProbeReply);
+    process.send!((everyMs > 0 ? { p99, max: sorted.at(-1) ?? 0 } : null) satisfies ProbeReply);
     latencies = [];
   });
 }
 
-if (process.argv.includes("--probe")) probe();
+const probeArg = process.argv.indexOf("--probe");
+if (probeArg >= 0) probe(Number(process.argv[probeArg + 1]));
