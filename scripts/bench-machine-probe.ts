@@ -3,9 +3,9 @@
 // disk). Two figures per load:
 // - steal: the share of CPU time the hypervisor gave to other guests (/proc/stat), which no code
 //   here can win back;
-// - the disk's commit latency: a child process writes 8 KiB and fdatasyncs it every 10 ms (bench:acquire --disk-probe-ms), as
-//   PostgreSQL's WAL flush does at each commit, on the same file system, and reports the p99 and
-//   the worst. A stall of the disk delays every commit in flight: a closed loop of 16 clients
+// - the disk's commit latency: a child process writes 8 KiB and fdatasyncs it every 10 ms
+//   (bench:acquire --disk-probe-ms), as PostgreSQL's WAL flush does at each commit, on the same
+//   file system, and reports the p99 and the worst. A stall of the disk delays every commit in flight: a closed loop of 16 clients
 //   feels it in 16 acquires (under 1% of the run, below its p99), a paced load in every acquire
 //   that falls due during it.
 // The probe runs in its own process so the bench's event loop never waits on the disk.

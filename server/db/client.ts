@@ -131,7 +131,11 @@ export function openCatalog(url: string, options: OpenOptions = {}): CatalogHand
     // unhandled 'error' that ends the process: Prisma's adapter adds one only once Prisma has
     // connected, which a process running only the pool's own statements (the acquire) never did.
     pool.on("error", (error) =>
-      logger().warn({ err: errorFields(error) }, "the catalog lost an idle PostgreSQL connection"),
+      logger().warn(
+        // An expected event, not a defect: its SQLSTATE (57P01 for a terminated backend) and message, no stack.
+        { sqlState: (error as { code?: unknown }).code, message: errorFields(error).message },
+        "the catalog lost an idle PostgreSQL connection",
+      ),
     );
     return {
       db,
