@@ -10,7 +10,7 @@ import { PrismaClient, type Prisma } from "./generated/postgres/client.ts";
 import { PrismaClient as SqlitePrismaClient } from "./generated/sqlite/client.ts";
 import { serializeSqlite } from "./sqlite-serial.ts";
 import { isRetryableConflict } from "./errors.ts";
-import { errorFields, logger } from "../log/logger.ts";
+import { logger, scrubText } from "../log/logger.ts";
 import {
   bindDialect,
   dialectOf,
@@ -133,7 +133,7 @@ export function openCatalog(url: string, options: OpenOptions = {}): CatalogHand
     pool.on("error", (error) =>
       logger().warn(
         // An expected event, not a defect: its SQLSTATE (57P01 for a terminated backend) and message, no stack.
-        { sqlState: (error as { code?: unknown }).code, message: errorFields(error).message },
+        { sqlState: (error as { code?: unknown }).code, message: scrubText(error.message) },
         "the catalog lost an idle PostgreSQL connection",
       ),
     );

@@ -13,6 +13,7 @@ import { createAgent } from "../auth/agents.ts";
 import { createEmptyDatabase, describeEachDatabase } from "../testing/databases.ts";
 import { adminPostgresUrl } from "../testing/postgres.ts";
 import { startPrivatePostgres } from "../testing/private-postgres.ts";
+import { waitFor } from "../testing/worker-processes.ts";
 import { openCatalog } from "./client.ts";
 import { asCatalogUnavailable, catalogUnavailable, isDatabaseUnavailable } from "./errors.ts";
 import { migrate } from "./migrate.ts";
@@ -106,12 +107,7 @@ describe("isDatabaseUnavailable: outages", () => {
     const alive = async (pid: number) =>
       (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1", [pid]))
         .rows[0]!.n === 1;
-    const until = async (condition: () => Promise<boolean>) => {
-      for (let tries = 0; !(await condition()); tries += 1) {
-        if (tries > 200) throw new Error("the connection never changed");
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    };
+    const gone = (pid: number) => waitFor(`backend ${pid} to end`, async () => !(await alive(pid)), 10_000);
     try {
       // The acquire's path: statements on the pool, Prisma never connected.
       const runner = catalog.dialect.statementRunner(catalog.db)!;
@@ -120,12 +116,13 @@ describe("isDatabaseUnavailable: outages", () => {
       const first = await backend();
       // A restart or an administrator ends the idle connection: no unhandled error, a new one next time.
       await admin.query("SELECT pg_terminate_backend($1)", [first]);
-      await until(async () => !(await alive(first)));
+      await gone(first);
+      // The pool hears of it on the connection's socket a moment after the backend is gone.
       await new Promise((resolve) => setTimeout(resolve, 50));
       const second = await backend();
       expect(second).not.toBe(first);
       await catalog.close();
-      await until(async () => !(await alive(second)));
+      await gone(second);
     } finally {
       await catalog.close().catch(() => undefined);
       await admin.end();
