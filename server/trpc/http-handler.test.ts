@@ -197,6 +197,26 @@ describeEachDatabase("tRPC over HTTP answers what tRPC's adapter answers", (cata
     await expectSameAnswers(post("lineage.retire", JSON.stringify(sj({ lineageId: "nope", reason: "completed" }))));
   });
 
+  it("frames a plain call's answer by its length, so a simple keep-alive client can read it", async () => {
+    for (const call of [
+      post("workspace.acquire", JSON.stringify(sj(acquire))),
+      post("workspace.acquire", "{"),
+      get(`lineage.list?input=${q(sj({}))}`),
+    ]) {
+      const response = await fetch(toRequest(server.url, call));
+      const body = Buffer.from(await response.arrayBuffer());
+      expect({
+        path: call.path,
+        length: response.headers.get("content-length"),
+        chunked: response.headers.get("transfer-encoding"),
+      }).toEqual({
+        path: call.path,
+        length: String(body.length),
+        chunked: null,
+      });
+    }
+  });
+
   it("leaves every other request to tRPC's adapter, answering it as before", async () => {
     const body = JSON.stringify(sj(acquire));
     const calls: Call[] = [

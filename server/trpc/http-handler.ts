@@ -66,8 +66,10 @@ export async function handleTrpcNodeRequest(
     createContext,
     signal: undefined,
   });
-  res.writeHead(status, headers);
-  res.end(Buffer.from(body));
+  // With its length in the head, the answer goes out in one write, not chunk-framed.
+  const bytes = Buffer.from(body);
+  res.writeHead(status, { ...headers, "content-length": bytes.length });
+  res.end(bytes);
   return true;
 }
 
