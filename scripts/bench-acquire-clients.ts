@@ -1,20 +1,23 @@
 // bench:acquire's HTTP clients, in a process of their own (forked by scripts/bench-acquire.ts) so
-// the server's event loop only serves, as it does for real agents on other machines. One tRPC
-// client per agent (no batching: one acquire, one request) with its token, on keep-alive
-// connections. The parent sends `run` messages and gets each load's latencies back.
+// the server's event loop only serves, as it does for real agents on other machines. One client
+// per agent (no batching: one acquire, one request) with its token, on keep-alive connections.
+// The parent sends `run` messages and gets each load's latencies back.
 //
 // The clients share the machine's cores with the server and PostgreSQL, which real agents do
-// not, so by default they send tRPC's requests through a small fetch on node:http (nodeFetch):
-// Node 20's fetch (undici, web streams) spent 0.5-0.7 ms of CPU per acquire here, more than the
-// server. `--http-client fetch` uses the global fetch, as the CLI does. The requests on the wire
-// are tRPC's either way (same method, path, content type, authorization and body).
+// not, so by default (`--http-client raw`) they write tRPC's requests by hand
+// (bench-acquire-raw-client.ts, about 0.12 ms of CPU per acquire here). `--http-client node`
+// sends them through tRPC's client on a small fetch over node:http (nodeFetch, 0.25-0.5 ms), and
+// `--http-client fetch` through tRPC's client on the global fetch, as the CLI does (Node 20's
+// fetch, undici and web streams, spent 0.5-0.7 ms, more than the server). The requests on the
+// wire are tRPC's every way (same method, path, content type, authorization and body).
 import http from "node:http";
 import { createTRPCClient, httpLink, type TRPCClient } from "@trpc/client";
 import superjson from "superjson";
 import type { AppRouter } from "../server/trpc/root.ts";
 import { runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
+import { rawMutation } from "./bench-acquire-raw-client.ts";
 
-export type HttpClient = "node" | "fetch";
+export type HttpClient = "node" | "fetch" | "raw";
 export type ClientsRequest =
   | { type: "connect"; url: string; tokens: string[]; httpClient: HttpClient }
   | { type: "run"; shape: Shape; load: Load; total: number; offset: number };
@@ -59,6 +62,7 @@ function nodeFetch(
 }
 
 let clients: TRPCClient<AppRouter>[] = [];
+let rawClients: ReturnType<typeof rawMutation>[] = [];
 
 const reply = (message: ClientsReply) => process.send!(message);
 
@@ -66,6 +70,11 @@ process.on("message", (message: ClientsRequest) => {
   void (async () => {
     try {
       if (message.type === "connect") {
+        if (message.httpClient === "raw") {
+          rawClients = message.tokens.map((token) => rawMutation(message.url, token));
+          reply({ type: "connected" });
+          return;
+        }
         clients = message.tokens.map((token) =>
           createTRPCClient<AppRouter>({
             links: [
@@ -84,7 +93,12 @@ process.on("message", (message: ClientsRequest) => {
       const acquire = (
         agent: number,
         input: Parameters<(typeof clients)[number]["workspace"]["acquire"]["mutate"]>[0],
-      ) => clients[agent]!.workspace.acquire.mutate(input);
+      ) =>
+        rawClients.length
+          ? (rawClients[agent]!.mutate("workspace.acquire", input) as ReturnType<
+              (typeof clients)[number]["workspace"]["acquire"]["mutate"]
+            >)
+          : clients[agent]!.workspace.acquire.mutate(input);
       const before = process.cpuUsage();
       const result = await runLoad(acquire, message.shape, message.load, message.total, message.offset);
       const cpu = process.cpuUsage(before);

@@ -7,9 +7,9 @@
 // in total (default 1000; each counted from when it was due), for latency under heavy but not
 // saturating load. Every load runs twice: in process (the service called directly) and over HTTP
 // the way agents call it — a node:http server in this process serving the app's tRPC handler,
-// each request authenticated by its agent token, driven by keep-alive tRPC clients in a child
-// process (scripts/bench-acquire-clients.ts), so this event loop only serves, as it does for
-// agents on other machines — and the HTTP rows give their p99 as a multiple of the in-process
+// each request authenticated by its agent token, driven by keep-alive clients sending tRPC's
+// requests from a child process (scripts/bench-acquire-clients.ts), so this event loop only
+// serves, as it does for agents on other machines — and the HTTP rows give their p99 as a multiple of the in-process
 // p99 measured in the same run. The CPU column is per acquire: this process (the service, and
 // for HTTP the serving; the in-process rows' clients are a loop of calls) + the PostgreSQL
 // backends (read from /proc, so PostgreSQL must run on this machine; "?" otherwise) — on a
@@ -24,9 +24,9 @@
 // bare node:http server that does the acquire itself (the service called as the in-process rows
 // call it, with the agent the token names): HTTP plus the same database work, with no tRPC and
 // no token lookup, the least any server that really acquires could take here.
-// The HTTP clients send tRPC's requests through node:http rather than Node's fetch, which cost
-// them more CPU per acquire than the server spends (see bench-acquire-clients.ts;
-// --http-client fetch uses fetch).
+// The HTTP clients write tRPC's requests by hand on keep-alive connections, the least CPU a client
+// can spend on the cores it shares with the server here (see bench-acquire-clients.ts;
+// --http-client node sends them through tRPC's client on node:http, --http-client fetch on fetch).
 // The db-floor rows run the same in-process clients, coalesced the same way on the same pool, but
 // each records one row of a one-column table instead of acquiring: the least any acquire that
 // commits what it decided can take on this machine (a round trip, a commit, a WAL flush).
@@ -41,7 +41,7 @@
 // Above the table: the PostgreSQL settings the figures depend on; under it, at each size, whether
 // the acquire statement's plan reaches snapshots and lineages by index only.
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
-// --transports in-process,db-floor,no-disk-wait,http,http-direct,http-floor --http-client node|fetch
+// --transports in-process,db-floor,no-disk-wait,http,http-direct,http-floor --http-client raw|node|fetch
 // --disk-probe-ms 10 (0: no disk probe).
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -74,7 +74,7 @@ const { values } = parseArgs({
     acquires: { type: "string", default: "10000" },
     warmup: { type: "string", default: "400" },
     transports: { type: "string", default: "in-process,db-floor,no-disk-wait,http,http-direct,http-floor" },
-    "http-client": { type: "string", default: "node" },
+    "http-client": { type: "string", default: "raw" },
     "disk-probe-ms": { type: "string", default: "10" },
   },
 });
@@ -82,7 +82,7 @@ const TRANSPORT_NAMES = ["in-process", "db-floor", "no-disk-wait", "http", "http
 type Transport = (typeof TRANSPORT_NAMES)[number];
 const TRANSPORTS = values.transports.split(",") as Transport[];
 const HTTP_CLIENT = values["http-client"] as HttpClient;
-if (HTTP_CLIENT !== "node" && HTTP_CLIENT !== "fetch") throw new Error(`unknown --http-client ${HTTP_CLIENT}`);
+if (!["raw", "node", "fetch"].includes(HTTP_CLIENT)) throw new Error(`unknown --http-client ${HTTP_CLIENT}`);
 for (const t of TRANSPORTS) {
   if (!TRANSPORT_NAMES.includes(t)) throw new Error(`unknown transport ${t}`);
 }
@@ -388,8 +388,8 @@ function dbFloor(catalog: TestCatalog): Runner {
 }
 
 /**
- * The bench's HTTP clients in a child process (scripts/bench-acquire-clients.ts): one tRPC client
- * per agent (no batching: one acquire, one request) whose fetch keeps its connections alive.
+ * The bench's HTTP clients in a child process (scripts/bench-acquire-clients.ts): one client per
+ * agent (no batching: one acquire, one request) on keep-alive connections.
  */
 async function httpClients(url: string, tokens: string[]): Promise<{ run: Runner; close(): Promise<void> }> {
   const child = fork(new URL("./bench-acquire-clients.ts", import.meta.url), { stdio: "inherit" });
