@@ -14,7 +14,8 @@ import http from "node:http";
 import { createTRPCClient, httpLink, type TRPCClient } from "@trpc/client";
 import superjson from "superjson";
 import type { AppRouter } from "../server/trpc/root.ts";
-import { runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
+import type { RestorePlan } from "../server/domain/views.ts";
+import { runLoad, type Acquire, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
 import { rawMutation } from "./bench-acquire-raw-client.ts";
 
 export type HttpClient = "node" | "fetch" | "raw";
@@ -61,8 +62,28 @@ function nodeFetch(
   });
 }
 
-let clients: TRPCClient<AppRouter>[] = [];
-let rawClients: ReturnType<typeof rawMutation>[] = [];
+/** One acquire by agent number, through the client the parent asked for. */
+function connect(url: string, tokens: string[], httpClient: HttpClient): Acquire {
+  if (httpClient === "raw") {
+    const raw = tokens.map((token) => rawMutation(url, token));
+    return (agent, input) => raw[agent]!.mutate("workspace.acquire", input) as Promise<RestorePlan>;
+  }
+  const clients: TRPCClient<AppRouter>[] = tokens.map((token) =>
+    createTRPCClient<AppRouter>({
+      links: [
+        httpLink({
+          url,
+          transformer: superjson,
+          headers: { authorization: `Bearer ${token}` },
+          ...(httpClient === "node" ? { fetch: nodeFetch } : {}),
+        }),
+      ],
+    }),
+  );
+  return (agent, input) => clients[agent]!.workspace.acquire.mutate(input);
+}
+
+let acquire: Acquire | null = null;
 
 const reply = (message: ClientsReply) => process.send!(message);
 
@@ -70,35 +91,11 @@ process.on("message", (message: ClientsRequest) => {
   void (async () => {
     try {
       if (message.type === "connect") {
-        if (message.httpClient === "raw") {
-          rawClients = message.tokens.map((token) => rawMutation(message.url, token));
-          reply({ type: "connected" });
-          return;
-        }
-        clients = message.tokens.map((token) =>
-          createTRPCClient<AppRouter>({
-            links: [
-              httpLink({
-                url: message.url,
-                transformer: superjson,
-                headers: { authorization: `Bearer ${token}` },
-                ...(message.httpClient === "node" ? { fetch: nodeFetch } : {}),
-              }),
-            ],
-          }),
-        );
+        acquire = connect(message.url, message.tokens, message.httpClient);
         reply({ type: "connected" });
         return;
       }
-      const acquire = (
-        agent: number,
-        input: Parameters<(typeof clients)[number]["workspace"]["acquire"]["mutate"]>[0],
-      ) =>
-        rawClients.length
-          ? (rawClients[agent]!.mutate("workspace.acquire", input) as ReturnType<
-              (typeof clients)[number]["workspace"]["acquire"]["mutate"]
-            >)
-          : clients[agent]!.workspace.acquire.mutate(input);
+      if (!acquire) throw new Error("run before connect");
       const before = process.cpuUsage();
       const result = await runLoad(acquire, message.shape, message.load, message.total, message.offset);
       const cpu = process.cpuUsage(before);

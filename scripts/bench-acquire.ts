@@ -9,12 +9,12 @@
 // the way agents call it — a node:http server in this process serving the app's tRPC handler,
 // each request authenticated by its agent token, driven by keep-alive clients sending tRPC's
 // requests from a child process (scripts/bench-acquire-clients.ts), so this event loop only
-// serves, as it does for agents on other machines — and the HTTP rows give their p99 as a multiple of the in-process
-// p99 measured in the same run. The CPU column is per acquire: this process (the service, and
-// for HTTP the serving; the in-process rows' clients are a loop of calls) + the PostgreSQL
-// backends (read from /proc, so PostgreSQL must run on this machine; "?" otherwise) — on a
-// shared 2-core machine it tells whether latency moved because the code did or because the
-// machine was busy. Beside it, the ms per acquire the same threads spent runnable but waiting for
+// serves, as it does for agents on other machines — and the HTTP rows give their p99 as a
+// multiple of the in-process p99 measured in the same run. The CPU column is per acquire: this
+// process (the service, and for HTTP the serving; the in-process rows' clients are a loop of
+// calls) + the PostgreSQL backends (read from /proc, so PostgreSQL must run on this machine;
+// "?" otherwise) — on a shared 2-core machine it tells whether latency moved because the code
+// did or because the machine was busy. Beside it, the ms per acquire the same threads spent runnable but waiting for
 // a core (/proc/<pid>/schedstat): the share of the latency the 2 cores could not serve at once.
 // The HTTP clients' process is counted apart (agents pay it on their own
 // machines; here it shares the 2 cores with the server and PostgreSQL).

@@ -66,7 +66,7 @@ export async function handleTrpcNodeRequest(
     createContext,
     signal: undefined,
   });
-  // With its length in the head, the answer goes out in one write, not chunk-framed.
+  // Framed by its length rather than chunked, so any HTTP/1.1 client can read it.
   const bytes = Buffer.from(body);
   res.writeHead(status, { ...headers, "content-length": bytes.length });
   res.end(bytes);
