@@ -14,8 +14,9 @@
 // process (the service, and for HTTP the serving; the in-process rows' clients are a loop of
 // calls) + the PostgreSQL backends (read from /proc, so PostgreSQL must run on this machine;
 // "?" otherwise) — on a shared 2-core machine it tells whether latency moved because the code
-// did or because the machine was busy. Beside it, the ms per acquire the same threads spent runnable but waiting for
-// a core (/proc/<pid>/schedstat): the share of the latency the 2 cores could not serve at once.
+// did or because the machine was busy. Beside it, the ms per acquire the same threads spent
+// runnable but waiting for a core (/proc/<pid>/schedstat): the share of the latency the 2 cores
+// could not serve at once.
 // The HTTP clients' process is counted apart (agents pay it on their own
 // machines; here it shares the 2 cores with the server and PostgreSQL).
 // The http-floor rows run the same clients against a bare node:http server that answers every
