@@ -104,7 +104,7 @@ const MAY_IMPORT = {
   transfer: ["restore", "lineage", "backends", "content", "audit", "db", "git", "domain"],
   worktrees: ["restore", "lineage", "backends", "content", "db", "git", "domain"],
   restore: ["acquire", "lineage", "caches", "backends", "content", "audit", "db", "git", "domain"],
-  acquire: ["lineage", "backends", "content", "db", "domain"],
+  acquire: ["lineage", "backends", "content", "db", "domain", "log"],
   capture: ["lineage", "caches", "backends", "content", "db", "git", "domain"],
   gc: ["lineage", "caches", "backends", "content", "audit", "db", "domain", "log"],
   diff: ["lineage", "content", "git", "db", "domain"],

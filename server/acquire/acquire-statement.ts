@@ -12,6 +12,7 @@ import {
   type PgAcquireFacts,
 } from "../db/statements/acquire.ts";
 import { snapshotRefSelect, type SnapshotRefRow } from "../lineage/snapshots.ts";
+import { measure } from "../log/measures.ts";
 
 /** What the statement answered for one acquire. */
 export interface AcquireOutcome {
@@ -58,8 +59,22 @@ function toOutcome(row: AcquireStatementRow | undefined): AcquireOutcome {
   };
 }
 
+/** Runs the statement and measures it: its round trip and how many acquires it carried (/metrics). */
+async function timedStatement(runner: StatementRunner, requests: AcquireRequest[]): Promise<AcquireStatementRow[]> {
+  const started = performance.now();
+  let outcome: "ok" | "error" = "error";
+  try {
+    const rows = await runAcquireStatement(runner, requests, REF_FIELDS);
+    outcome = "ok";
+    return rows;
+  } finally {
+    const seconds = (performance.now() - started) / 1000;
+    measure({ type: "statement", statement: "acquire", outcome, requests: requests.length, seconds });
+  }
+}
+
 async function acquireBatch(runner: StatementRunner, requests: AcquireRequest[]): Promise<AcquireOutcome[]> {
-  const rows = await runAcquireStatement(runner, requests, REF_FIELDS);
+  const rows = await timedStatement(runner, requests);
   const byPosition: (AcquireStatementRow | undefined)[] = [];
   for (const row of rows) byPosition[row.i] = row;
   return requests.map((_, i) => toOutcome(byPosition[i]));

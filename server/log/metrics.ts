@@ -1,5 +1,5 @@
 // GET /metrics in the Prometheus text format (prom-client), for the process that serves it: its
-// requests, acquires, job attempts (the worker inside `strata serve`) and collection and sweep
+// requests, acquires, the acquire statements on PostgreSQL, job attempts (the worker inside `strata serve`) and collection and sweep
 // runs. Behind STRATA_METRICS_TOKEN: none configured → 404, a wrong or missing token → 401.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -9,6 +9,10 @@ import { setMeasureSink } from "./measures.ts";
 export const METRICS_PATH = "/metrics";
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** A statement's round trip: from a millisecond up. */
+const STATEMENT_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** Requests per coalesced statement (at most 32). */
+const BATCH_SIZES = [1, 2, 4, 8, 16, 32];
 const LONG_SECONDS = [0.05, 0.25, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600];
 
 export interface Metrics {
@@ -32,6 +36,20 @@ export function startMetrics(): Metrics {
     help: "workspace.acquire calls, by outcome",
     labelNames: ["outcome"],
     buckets: SECONDS,
+    registers: [registry],
+  });
+  const statements = new Histogram({
+    name: "strata_db_statement_duration_seconds",
+    help: "Set-based statements (PostgreSQL's coalesced acquire), their round trip, by statement and outcome",
+    labelNames: ["statement", "outcome"],
+    buckets: STATEMENT_SECONDS,
+    registers: [registry],
+  });
+  const statementRequests = new Histogram({
+    name: "strata_db_statement_requests",
+    help: "Requests each set-based statement carried, by statement and outcome",
+    labelNames: ["statement", "outcome"],
+    buckets: BATCH_SIZES,
     registers: [registry],
   });
   const jobAttempts = new Counter({
@@ -68,6 +86,10 @@ export function startMetrics(): Metrics {
         return;
       case "acquire":
         acquires.observe({ outcome: m.outcome }, m.seconds);
+        return;
+      case "statement":
+        statements.observe({ statement: m.statement, outcome: m.outcome }, m.seconds);
+        statementRequests.observe({ statement: m.statement, outcome: m.outcome }, m.requests);
         return;
       case "job":
         jobAttempts.inc({ kind: m.kind, outcome: m.outcome });

@@ -277,6 +277,8 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
     for (const name of [
       "strata_http_request_duration_seconds",
       "strata_acquire_duration_seconds",
+      "strata_db_statement_duration_seconds",
+      "strata_db_statement_requests",
       "strata_job_attempts_total",
       "strata_job_attempt_duration_seconds",
       "strata_collection_runs_total",
@@ -288,6 +290,17 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
       /strata_http_request_duration_seconds_count\{route="trpc:job.enqueueCapture",status_class="2xx"\} 1/,
     );
     expect(text).toMatch(/strata_acquire_duration_seconds_count\{outcome="OK"\} 1/);
+    // PostgreSQL decides an acquire in a set-based statement, measured with the acquires it
+    // carried; SQLite's runs in a Prisma transaction, with no statement to measure.
+    const statements = /strata_db_statement_requests_count\{statement="acquire",outcome="ok"\} (\d+)/.exec(text);
+    const carried = /strata_db_statement_requests_sum\{statement="acquire",outcome="ok"\} (\d+)/.exec(text);
+    if (kind === "sqlite") {
+      expect(statements).toBeNull();
+    } else {
+      expect(Number(statements?.[1])).toBeGreaterThanOrEqual(1);
+      expect(Number(carried?.[1])).toBeGreaterThanOrEqual(1);
+      expect(text).toMatch(/strata_db_statement_duration_seconds_count\{statement="acquire",outcome="ok"\} [1-9]/);
+    }
     expect(text).not.toContain(METRICS_TOKEN);
   });
 });
