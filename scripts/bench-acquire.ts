@@ -37,6 +37,8 @@
 // show how much of the latency, and of the paced tail above all, is the disk's flush at commit:
 // a stall of the disk holds every durable commit in flight, and a paced load meets one in every
 // acquire that falls due during it.
+// The statement columns are the acquire statements this process ran for the row, as /metrics
+// records them: their round trip (execution, commit, flush) and how many acquires each carried.
 // Each row also says what the machine did meanwhile (scripts/bench-machine-probe.ts): the CPU the
 // hypervisor stole, and the p99 and worst latency of a small fdatasync on the same disk.
 // Above the table: the PostgreSQL settings the figures depend on; under it, at each size, whether
