@@ -30,20 +30,21 @@ describeEachDatabase("acquire's statement measures", (catalog, kind) => {
     setMeasureSink((m) => {
       if (m.type === "statement") measured.push(m);
     });
-  const acquireOnce = (i: number) =>
-    acquireWorkspace(catalog().db, {
-      agent: agent.scope,
-      repository: s.repository,
-      backendKind: s.backendKind,
-      baseImage: s.baseImage,
-      canonicalRef: "refs/heads/main",
-      workspace: `/w/measured-${i}`,
-      host: "worker-1",
-    });
+  const request = (workspace: string) => ({
+    agent: agent.scope,
+    repository: s.repository,
+    backendKind: s.backendKind,
+    baseImage: s.baseImage,
+    canonicalRef: "refs/heads/main",
+    workspace,
+    host: "worker-1",
+  });
 
   it("measures each statement with the acquires it carried", async () => {
     listen();
-    const plans = await Promise.all(Array.from({ length: 12 }, (_, i) => acquireOnce(i)));
+    const plans = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => acquireWorkspace(catalog().db, request(`/w/measured-${i}`))),
+    );
     expect(plans.every((plan) => plan.rung === "baseline")).toBe(true);
     if (kind === "sqlite") {
       expect(measured).toEqual([]);
@@ -58,17 +59,7 @@ describeEachDatabase("acquire's statement measures", (catalog, kind) => {
 
   it("measures the statement inside a caller's transaction as one acquire", async () => {
     listen();
-    const plan = await inTransaction(catalog().db, (tx) =>
-      acquireWorkspace(tx, {
-        agent: agent.scope,
-        repository: s.repository,
-        backendKind: s.backendKind,
-        baseImage: s.baseImage,
-        canonicalRef: "refs/heads/main",
-        workspace: "/w/measured-tx",
-        host: "worker-1",
-      }),
-    );
+    const plan = await inTransaction(catalog().db, (tx) => acquireWorkspace(tx, request("/w/measured-tx")));
     expect(plan.rung).toBe("baseline");
     expect(measured.map((m) => [m.statement, m.outcome, m.requests])).toEqual(
       kind === "sqlite" ? [] : [["acquire", "ok", 1]],

@@ -1,6 +1,7 @@
 // GET /metrics in the Prometheus text format (prom-client), for the process that serves it: its
-// requests, acquires, the acquire statements on PostgreSQL, job attempts (the worker inside `strata serve`) and collection and sweep
-// runs. Behind STRATA_METRICS_TOKEN: none configured → 404, a wrong or missing token → 401.
+// requests, acquires, the acquire statements on PostgreSQL, job attempts (the worker inside
+// `strata serve`) and collection and sweep runs. Behind STRATA_METRICS_TOKEN: none configured
+// → 404, a wrong or missing token → 401.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
