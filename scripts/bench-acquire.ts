@@ -554,9 +554,12 @@ async function measure(
   const nodeWaitBefore = runQueueWaitMs(mainThread);
   // The acquire statements' round trips and sizes, as /metrics records them (in this process:
   // the in-process rows' service and the HTTP rows' server).
-  const statements: { ms: number; requests: number }[] = [];
+  const statementMs: number[] = [];
+  let carried = 0;
   setMeasureSink((m) => {
-    if (m.type === "statement" && m.outcome === "ok") statements.push({ ms: m.seconds * 1000, requests: m.requests });
+    if (m.type !== "statement" || m.outcome !== "ok") return;
+    statementMs.push(m.seconds * 1000);
+    carried += m.requests;
   });
   const nodeBefore = process.cpuUsage();
   const { latencies, rungs, elapsedMs, clientsCpuMs } = await run(shape, load, total, offset).finally(() =>
@@ -570,16 +573,16 @@ async function measure(
   const postgresCpuMs = backendsDelta(before, after, "cpuMs");
   const postgresWaitMs = backendsDelta(before, after, "waitMs");
   latencies.sort((a, b) => a - b);
-  const statementMs = statements.map((st) => st.ms).sort((a, b) => a - b);
+  statementMs.sort((a, b) => a - b);
   return {
     /** The acquire statements: their round trip p50/p99 in ms and acquires carried per statement (null: none ran). */
     statement:
-      statements.length === 0
+      statementMs.length === 0
         ? null
         : {
             p50: percentile(statementMs, 50),
             p99: percentile(statementMs, 99),
-            perStatement: statements.reduce((sum, st) => sum + st.requests, 0) / statements.length,
+            perStatement: carried / statementMs.length,
           },
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),

@@ -1,6 +1,7 @@
 // What the process measures for /metrics: requests, acquires, the database statements acquires
-// are coalesced into, job attempts, collection and sweep runs. Code reports a measure here; only a process that serves /metrics (strata serve) installs
-// the sink (metrics.ts), so nothing else loads prom-client or keeps counters.
+// are coalesced into, job attempts, collection and sweep runs. Code reports a measure here; only
+// a process that serves /metrics (strata serve) installs the sink (metrics.ts), so nothing else
+// loads prom-client or keeps counters.
 
 export type Measure =
   | { type: "request"; route: string; status: number; seconds: number }

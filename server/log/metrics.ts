@@ -12,7 +12,7 @@ export const METRICS_PATH = "/metrics";
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** A statement's round trip: from a millisecond up. */
 const STATEMENT_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
-/** Requests per coalesced statement (at most 32). */
+/** Requests per coalesced statement (at most MAX_BATCH of server/acquire/acquire-statement.ts). */
 const BATCH_SIZES = [1, 2, 4, 8, 16, 32];
 const LONG_SECONDS = [0.05, 0.25, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600];
 
