@@ -539,6 +539,13 @@ async function openTransport(
   }
 }
 
+/** A row's acquire statements: their round trip p50/p99 in ms and the acquires each carried on average. */
+interface StatementFigures {
+  p50: number;
+  p99: number;
+  perStatement: number;
+}
+
 async function measure(
   catalog: TestCatalog,
   shape: Shape,
@@ -575,15 +582,15 @@ async function measure(
   latencies.sort((a, b) => a - b);
   statementMs.sort((a, b) => a - b);
   return {
-    /** The acquire statements: their round trip p50/p99 in ms and acquires carried per statement (null: none ran). */
+    /** Null when no acquire statement ran (SQLite, the floors). */
     statement:
       statementMs.length === 0
         ? null
-        : {
+        : ({
             p50: percentile(statementMs, 50),
             p99: percentile(statementMs, 99),
             perStatement: carried / statementMs.length,
-          },
+          } satisfies StatementFigures),
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     max: latencies.at(-1) ?? Number.NaN,
@@ -612,7 +619,7 @@ async function main(): Promise<void> {
     p99: number;
     /** Node + PostgreSQL CPU ms per acquire (null when PostgreSQL's could not be read). */
     cpuPerAcquire: number | null;
-    statement: { p50: number; p99: number; perStatement: number } | null;
+    statement: StatementFigures | null;
     machine: MachineFigures | null;
   }[] = [];
   /** In-process p99 by size and load, for the HTTP rows' ratio. */
