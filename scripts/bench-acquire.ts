@@ -16,7 +16,9 @@
 // "?" otherwise) — on a shared 2-core machine it tells whether latency moved because the code
 // did or because the machine was busy. Beside it, the ms per acquire the same threads spent
 // runnable but waiting for a core (/proc/<pid>/schedstat): the share of the latency the 2 cores
-// could not serve at once.
+// could not serve at once ("?" for PostgreSQL when a backend ended during the row, as the pool's
+// idle connections do under a paced load: an ended process's wait is gone, while its CPU is
+// counted through the postmaster's).
 // The HTTP clients' process is counted apart (agents pay it on their own
 // machines; here it shares the 2 cores with the server and PostgreSQL).
 // The http-floor rows run the same clients against a bare node:http server that answers every
@@ -266,13 +268,35 @@ async function serverSettings(catalog: TestCatalog): Promise<string> {
 }
 
 /** CPU seconds (user + system) a process has used, from /proc; null where that cannot be read. */
-function processCpuSeconds(pid: number): number | null {
+/** The fields of /proc/<pid>/stat after the command name; null where it cannot be read. */
+function statFields(pid: number): string[] | null {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   } catch {
     return null;
   }
+}
+
+function processCpuSeconds(pid: number): number | null {
+  const fields = statFields(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS : null;
+}
+
+/**
+ * The CPU, in ms, of a process's children that have ended and been reaped (cutime + cstime).
+ * A backend that ends during a row (the pool closes connections idle for 10 s, which a paced
+ * load leaves) is no longer in /proc when the row ends: its whole CPU is then in its parent's,
+ * the postmaster's, and this counts it.
+ */
+function reapedChildrenCpuMs(pid: number): number | null {
+  const fields = statFields(pid);
+  return fields ? ((Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS) * 1000 : null;
+}
+
+/** The postmaster of a backend (its parent process); null where /proc cannot tell. */
+function parentPid(pid: number): number | null {
+  const fields = statFields(pid);
+  return fields ? Number(fields[1]) : null;
 }
 const CLOCK_TICKS = 100;
 
@@ -312,7 +336,26 @@ function backendsDelta(before: Map<number, Usage>, after: Map<number, Usage>, fi
   return sum;
 }
 
-/** The PostgreSQL backends serving this catalog (the server runs on this machine in the bench). */
+/**
+ * The backends' CPU between two readings, in ms, counting those that ended in between: their
+ * CPU up to the first reading is taken off what their postmaster reaped meanwhile. Null when
+ * /proc cannot tell (PostgreSQL on another machine).
+ */
+function backendsCpuMs(
+  before: Map<number, Usage>,
+  after: Map<number, Usage>,
+  reaped: { before: number | null; after: number | null },
+): number | null {
+  if (reaped.before === null || reaped.after === null) return null;
+  let sum = reaped.after - reaped.before;
+  for (const [pid, now] of after) {
+    const then = before.get(pid)?.cpuMs ?? 0;
+    if (then === null) return null;
+    sum += now.cpuMs === null ? -then : now.cpuMs - then;
+  }
+  return sum;
+}
+
 async function backendPids(catalog: TestCatalog): Promise<number[]> {
   const rows = await catalog.db.$queryRawUnsafe<{ pid: number }[]>(
     `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`,
@@ -557,6 +600,8 @@ async function measure(
 ) {
   await probe?.begin();
   const before = new Map((await backendPids(catalog)).map((pid) => [pid, usageOf(pid)]));
+  const postmaster = parentPid([...before.keys()][0] ?? -1);
+  const reapedBefore = postmaster === null ? null : reapedChildrenCpuMs(postmaster);
   const mainThread = `${process.pid}/task/${process.pid}`;
   const nodeWaitBefore = runQueueWaitMs(mainThread);
   // The acquire statements' round trips and sizes, as /metrics records them (in this process:
@@ -577,7 +622,10 @@ async function measure(
   const nodeWaitAfter = runQueueWaitMs(mainThread);
   const pids = new Set([...before.keys(), ...(await backendPids(catalog))]);
   const after = new Map([...pids].map((pid) => [pid, usageOf(pid)]));
-  const postgresCpuMs = backendsDelta(before, after, "cpuMs");
+  const postgresCpuMs = backendsCpuMs(before, after, {
+    before: reapedBefore,
+    after: postmaster === null ? null : reapedChildrenCpuMs(postmaster),
+  });
   const postgresWaitMs = backendsDelta(before, after, "waitMs");
   latencies.sort((a, b) => a - b);
   statementMs.sort((a, b) => a - b);
