@@ -267,7 +267,6 @@ async function serverSettings(catalog: TestCatalog): Promise<string> {
     .join(", ")}`;
 }
 
-/** CPU seconds (user + system) a process has used, from /proc; null where that cannot be read. */
 /** The fields of /proc/<pid>/stat after the command name; null where it cannot be read. */
 function statFields(pid: number): string[] | null {
   try {
@@ -277,6 +276,7 @@ function statFields(pid: number): string[] | null {
   }
 }
 
+/** CPU seconds (user + system) a process has used, from /proc; null where that cannot be read. */
 function processCpuSeconds(pid: number): number | null {
   const fields = statFields(pid);
   return fields ? (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS : null;
@@ -356,6 +356,7 @@ function backendsCpuMs(
   return sum;
 }
 
+/** The PostgreSQL backends serving this catalog (the server runs on this machine in the bench). */
 async function backendPids(catalog: TestCatalog): Promise<number[]> {
   const rows = await catalog.db.$queryRawUnsafe<{ pid: number }[]>(
     `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`,
