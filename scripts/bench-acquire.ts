@@ -276,22 +276,19 @@ function statFields(pid: number): string[] | null {
   }
 }
 
-/** CPU seconds (user + system) a process has used, from /proc; null where that cannot be read. */
-function processCpuSeconds(pid: number): number | null {
+/** Ms of CPU in two clock-tick fields of /proc/<pid>/stat; null where it cannot be read. */
+function statCpuMs(pid: number, userField: number, systemField: number): number | null {
   const fields = statFields(pid);
-  return fields ? (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS : null;
+  return fields ? ((Number(fields[userField]) + Number(fields[systemField])) / CLOCK_TICKS) * 1000 : null;
 }
 
 /**
- * The CPU, in ms, of a process's children that have ended and been reaped (cutime + cstime).
- * A backend that ends during a row (the pool closes connections idle for 10 s, which a paced
- * load leaves) is no longer in /proc when the row ends: its whole CPU is then in its parent's,
- * the postmaster's, and this counts it.
+ * The CPU of a process's children that have ended and been reaped (cutime + cstime), in ms. A
+ * backend that ends during a row (the pool closes connections idle for 10 s, which a paced load
+ * leaves) is no longer in /proc when the row ends: its whole CPU is then in its parent's, the
+ * postmaster's.
  */
-function reapedChildrenCpuMs(pid: number): number | null {
-  const fields = statFields(pid);
-  return fields ? ((Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS) * 1000 : null;
-}
+const reapedChildrenCpuMs = (pid: number) => statCpuMs(pid, 13, 14);
 
 /** The postmaster of a backend (its parent process); null where /proc cannot tell. */
 function parentPid(pid: number): number | null {
@@ -321,37 +318,28 @@ interface Usage {
 }
 
 function usageOf(pid: number): Usage {
-  const seconds = processCpuSeconds(pid);
-  return { cpuMs: seconds === null ? null : seconds * 1000, waitMs: runQueueWaitMs(String(pid)) };
-}
-
-/** What the backends used of `field` between two readings; null if any backend's cannot be read. */
-function backendsDelta(before: Map<number, Usage>, after: Map<number, Usage>, field: keyof Usage): number | null {
-  let sum = 0;
-  for (const [pid, now] of after) {
-    const value = now[field];
-    if (value === null) return null;
-    sum += value - (before.get(pid)?.[field] ?? 0);
-  }
-  return sum;
+  return { cpuMs: statCpuMs(pid, 11, 12), waitMs: runQueueWaitMs(String(pid)) };
 }
 
 /**
- * The backends' CPU between two readings, in ms, counting those that ended in between: their
- * CPU up to the first reading is taken off what their postmaster reaped meanwhile. Null when
- * /proc cannot tell (PostgreSQL on another machine).
+ * What the backends used of `field` between two readings; null if a backend's cannot be read.
+ * `reapedMs`, for the CPU, is what their postmaster reaped meanwhile: the whole use of backends
+ * that ended in between, so their use up to the first reading is taken off it. Without it, a
+ * backend that ended makes the sum unknown (its wait for a core is gone with it).
  */
-function backendsCpuMs(
+function backendsDelta(
   before: Map<number, Usage>,
   after: Map<number, Usage>,
-  reaped: { before: number | null; after: number | null },
+  field: keyof Usage,
+  reapedMs?: number | null,
 ): number | null {
-  if (reaped.before === null || reaped.after === null) return null;
-  let sum = reaped.after - reaped.before;
+  if (reapedMs === null) return null;
+  let sum = reapedMs ?? 0;
   for (const [pid, now] of after) {
-    const then = before.get(pid)?.cpuMs ?? 0;
-    if (then === null) return null;
-    sum += now.cpuMs === null ? -then : now.cpuMs - then;
+    const then = before.get(pid)?.[field] ?? 0;
+    const value = now[field];
+    if (value === null && reapedMs === undefined) return null;
+    sum += (value ?? 0) - then;
   }
   return sum;
 }
@@ -623,10 +611,13 @@ async function measure(
   const nodeWaitAfter = runQueueWaitMs(mainThread);
   const pids = new Set([...before.keys(), ...(await backendPids(catalog))]);
   const after = new Map([...pids].map((pid) => [pid, usageOf(pid)]));
-  const postgresCpuMs = backendsCpuMs(before, after, {
-    before: reapedBefore,
-    after: postmaster === null ? null : reapedChildrenCpuMs(postmaster),
-  });
+  const reapedAfter = postmaster === null ? null : reapedChildrenCpuMs(postmaster);
+  const postgresCpuMs = backendsDelta(
+    before,
+    after,
+    "cpuMs",
+    reapedBefore === null || reapedAfter === null ? null : reapedAfter - reapedBefore,
+  );
   const postgresWaitMs = backendsDelta(before, after, "waitMs");
   latencies.sort((a, b) => a - b);
   statementMs.sort((a, b) => a - b);
