@@ -44,12 +44,17 @@
 // Each row also says what the machine did meanwhile (scripts/bench-machine-probe.ts): the CPU the
 // hypervisor stole, and the p99 and worst latency of a small fdatasync on the same disk.
 // Above the table: the PostgreSQL settings the figures depend on; under it, at each size, whether
-// the acquire statement's plan reaches snapshots and lineages by index only.
+// the acquire statement's plan reaches snapshots and lineages by index only, and at the goal size
+// the bytes allocated per acquire in this process by the in-process, http and http-direct
+// transports (a closed-loop pass of its own under V8's sampling heap profiler). That figure barely
+// moves from run to run, so it shows a cut in the serving path's cost per call that the latency
+// rows on a shared 2-core machine cannot.
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
 // --transports in-process,db-floor,no-disk-wait,http,http-direct,http-floor --http-client raw|node|fetch
 // --disk-probe-ms 10 (0: no disk probe).
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
@@ -371,6 +376,47 @@ type Runner = (
   offset: number,
 ) => Promise<LoadResult & { clientsCpuMs?: number }>;
 
+/** The transports whose allocation is measured at the goal size (the ones serving a real acquire). */
+const ALLOCATION_TRANSPORTS: readonly Transport[] = ["in-process", "http", "http-direct"];
+/** How many acquires the allocation pass runs, closed-loop with the goal's clients. */
+const ALLOCATION_ACQUIRES = 2_000;
+
+interface SamplingNode {
+  selfSize: number;
+  children: SamplingNode[];
+}
+
+/**
+ * The bytes this process allocates per acquire while `runAcquires` runs `total` of them: V8's
+ * sampling heap profiler with the objects collected meanwhile counted too, so it is what the
+ * garbage collector had to deal with, not what stayed. Unlike latency it barely moves from run
+ * to run: the figure to watch when cutting the serving path's cost per call. In process that is
+ * the service and its in-process clients; over HTTP the server alone (its clients run apart).
+ */
+async function allocatedPerAcquire(runAcquires: () => Promise<unknown>, total: number): Promise<number> {
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post("HeapProfiler.startSampling", {
+      samplingInterval: 1024,
+      // Accepted by V8 since 11.x (Node 20); @types/node does not list them yet.
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    } as { samplingInterval: number });
+    await runAcquires();
+    const { profile } = (await session.post("HeapProfiler.stopSampling")) as { profile: { head: SamplingNode } };
+    let bytes = 0;
+    const stack = [profile.head];
+    for (let node = stack.pop(); node; node = stack.pop()) {
+      bytes += node.selfSize;
+      stack.push(...node.children);
+    }
+    return bytes / total;
+  } finally {
+    session.disconnect();
+  }
+}
+
 /** The service called directly, from this process. */
 const inProcess = (catalog: Pick<TestCatalog, "db">): Runner =>
   runLoad.bind(null, (agent, input) =>
@@ -668,6 +714,8 @@ async function main(): Promise<void> {
   let settings = "";
   /** Each size's plan of the acquire statement, printed under the table. */
   const statementPlans: string[] = [];
+  /** What each transport allocates per acquire at the goal size, printed under the table. */
+  const allocations: string[] = [];
   for (const size of SIZES) {
     const shape = shapeFor(size);
     process.stderr.write(`filling a fresh PostgreSQL catalog with ~${size} snapshots…\n`);
@@ -725,6 +773,15 @@ async function main(): Promise<void> {
               m.machine?.fsync ? `${m.machine.fsync.p99.toFixed(1)}/${m.machine.fsync.max.toFixed(1)}` : "off",
             ]);
           }
+          if (size === GOAL_SIZE && ALLOCATION_TRANSPORTS.includes(transport)) {
+            process.stderr.write(`measuring what ${ALLOCATION_ACQUIRES} acquires allocate, ${transport}…\n`);
+            const load = { clients: GOAL_CLIENTS, rate: null };
+            const bytes = await allocatedPerAcquire(
+              () => run(shape, load, ALLOCATION_ACQUIRES, 20_000_000 + offset),
+              ALLOCATION_ACQUIRES,
+            );
+            allocations.push(`${transport} ${(bytes / 1000).toFixed(1)} kB`);
+          }
         } finally {
           await close?.();
         }
@@ -762,6 +819,13 @@ async function main(): Promise<void> {
   process.stdout.write(`${line(header)}\n${line(widths.map((w) => "-".repeat(w)))}\n`);
   for (const row of rows) process.stdout.write(`${line(row)}\n`);
   for (const plan of statementPlans) process.stdout.write(`${plan}\n`);
+  if (allocations.length > 0) {
+    process.stdout.write(
+      `allocated per acquire at ${GOAL_SIZE}, ${GOAL_CLIENTS} clients closed-loop, ${ALLOCATION_ACQUIRES} acquires ` +
+        `(V8 sampling heap profiler, collected objects included; in process: the service and its clients, ` +
+        `over HTTP: the server alone): ${allocations.join(", ")}\n`,
+    );
+  }
   // The goals are stated at 100k snapshots with 16 clients.
   const at = (transport: Transport, paced: boolean) =>
     results.find(
