@@ -46,9 +46,9 @@
 // Above the table: the PostgreSQL settings the figures depend on; under it, at each size, whether
 // the acquire statement's plan reaches snapshots and lineages by index only, and at the goal size
 // the bytes allocated per acquire in this process by the in-process, http and http-direct
-// transports (a closed-loop pass of its own under V8's sampling heap profiler). That figure barely
-// moves from run to run, so it shows a cut in the serving path's cost per call that the latency
-// rows on a shared 2-core machine cannot.
+// transports (a closed-loop pass of its own under V8's sampling heap profiler). That figure moves
+// by a few percent between runs where the latency rows move by half, so it shows a cut in the
+// serving path's cost per call that the latency rows on a shared 2-core machine cannot.
 // Options: --sizes 10000,100000,1000000 --clients 1,16 --paced-rate 1000 --acquires 10000
 // --transports in-process,db-floor,no-disk-wait,http,http-direct,http-floor --http-client raw|node|fetch
 // --disk-probe-ms 10 (0: no disk probe).
@@ -389,8 +389,8 @@ interface SamplingNode {
 /**
  * The bytes this process allocates per acquire while `runAcquires` runs `total` of them: V8's
  * sampling heap profiler with the objects collected meanwhile counted too, so it is what the
- * garbage collector had to deal with, not what stayed. Unlike latency it barely moves from run
- * to run: the figure to watch when cutting the serving path's cost per call. In process that is
+ * garbage collector had to deal with, not what stayed. It moves by a few percent between runs,
+ * latency by half: the figure to watch when cutting the serving path's cost per call. In process that is
  * the service and its in-process clients; over HTTP the server alone (its clients run apart).
  */
 async function allocatedPerAcquire(runAcquires: () => Promise<unknown>, total: number): Promise<number> {
