@@ -390,8 +390,9 @@ interface SamplingNode {
  * The bytes this process allocates per acquire while `runAcquires` runs `total` of them: V8's
  * sampling heap profiler with the objects collected meanwhile counted too, so it is what the
  * garbage collector had to deal with, not what stayed. It moves by a few percent between runs,
- * latency by half: the figure to watch when cutting the serving path's cost per call. In process that is
- * the service and its in-process clients; over HTTP the server alone (its clients run apart).
+ * latency by half: the figure to watch when cutting the serving path's cost per call. In process
+ * that is the service and its in-process clients; over HTTP the server alone (its clients run
+ * apart).
  */
 async function allocatedPerAcquire(runAcquires: () => Promise<unknown>, total: number): Promise<number> {
   const session = new Session();
@@ -399,7 +400,7 @@ async function allocatedPerAcquire(runAcquires: () => Promise<unknown>, total: n
   try {
     await session.post("HeapProfiler.startSampling", {
       samplingInterval: 1024,
-      // Accepted by V8 since 11.x (Node 20); @types/node does not list them yet.
+      // Accepted by Node 20's V8; @types/node does not list them.
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: true,
     } as { samplingInterval: number });
