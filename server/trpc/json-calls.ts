@@ -120,6 +120,8 @@ export async function planJsonCalls(
     const type = procedure._def.type as string;
     if (type !== "query" && type !== "mutation") return null;
     if (METHOD_OF[type] !== method) return null;
+    // A procedure with its own caller (experimental_caller) is called through it: tRPC's handler.
+    if (procedure._def.experimental_caller) return null;
     procedures.push(procedure);
   }
   const type = procedures[0]!._def.type as "query" | "mutation";
