@@ -54,6 +54,7 @@
 // --disk-probe-ms 10 (0: no disk probe).
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
+import type { HeapProfiler } from "node:inspector";
 import { Session } from "node:inspector/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -381,11 +382,6 @@ const ALLOCATION_TRANSPORTS: readonly Transport[] = ["in-process", "http", "http
 /** How many acquires the allocation pass runs, closed-loop with the goal's clients. */
 const ALLOCATION_ACQUIRES = 2_000;
 
-interface SamplingNode {
-  selfSize: number;
-  children: SamplingNode[];
-}
-
 /**
  * The bytes this process allocates per acquire while `runAcquires` runs `total` of them: V8's
  * sampling heap profiler with the objects collected meanwhile counted too, so it is what the
@@ -403,9 +399,9 @@ async function allocatedPerAcquire(runAcquires: () => Promise<unknown>, total: n
       // Accepted by Node 20's V8; @types/node does not list them.
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: true,
-    } as { samplingInterval: number });
+    } as HeapProfiler.StartSamplingParameterType);
     await runAcquires();
-    const { profile } = (await session.post("HeapProfiler.stopSampling")) as { profile: { head: SamplingNode } };
+    const { profile } = await session.post("HeapProfiler.stopSampling");
     let bytes = 0;
     const stack = [profile.head];
     for (let node = stack.pop(); node; node = stack.pop()) {
