@@ -223,7 +223,8 @@ function gate<Extra extends object>(admit: ((ctx: Context) => Extra | Promise<Ex
       const error = getTRPCErrorFromUnknown(thrown);
       throw mappedError(error) ?? error;
     }
-    const result = extra ? await next({ ctx: { ...ctx, ...extra } }) : await next();
+    // tRPC merges what `next` is given into the context; spreading it here would copy it twice.
+    const result = extra ? await next({ ctx: extra }) : await next();
     const mapped = result.ok ? null : mappedError(result.error);
     if (mapped) throw mapped;
     return result;
