@@ -933,11 +933,12 @@ async function main(): Promise<void> {
       // a round of the closed loop (each client's one acquire) takes at least the CPU it needs
       // spread over all of them, whatever overlaps: a floor under the median, set by the machine.
       const cores = availableParallelism();
-      const round = GOAL_CLIENTS * (http.cpuPerAcquire + http.clientsCpu);
+      const perAcquire = http.cpuPerAcquire + http.clientsCpu;
+      const round = GOAL_CLIENTS * perAcquire;
       const least = round / cores;
       process.stdout.write(
         `  closed: over HTTP a round of ${GOAL_CLIENTS} acquires costs ${round.toFixed(2)} ms of CPU ` +
-          `(${GOAL_CLIENTS} x ${(http.cpuPerAcquire + http.clientsCpu).toFixed(3)} ms: server and PostgreSQL ` +
+          `(${GOAL_CLIENTS} x ${perAcquire.toFixed(3)} ms: server and PostgreSQL ` +
           `${http.cpuPerAcquire.toFixed(3)}, clients ${http.clientsCpu.toFixed(3)}); on ${cores} cores no round takes under ` +
           `${least.toFixed(2)} ms = ${(least / base.p50).toFixed(2)}x the in-process p50 (${base.p50.toFixed(2)} ms), ` +
           `against an HTTP p50 of ${http.p50.toFixed(2)} ms\n`,
