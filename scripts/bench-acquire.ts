@@ -41,6 +41,9 @@
 // acquire that falls due during it.
 // The statement columns are the acquire statements this process ran for the row, as /metrics
 // records them: their round trip (execution, commit, flush) and how many acquires each carried.
+// Under each HTTP goal line, the share of the row the server's event loop was busy (Node's
+// event loop utilization) beside the bare server's and the in-process one's: the one thread that
+// reads every request and writes every answer, which the requests queue for.
 // Each row also says what the machine did meanwhile (scripts/bench-machine-probe.ts): the CPU the
 // hypervisor stole, and the p99 and worst latency of a small fdatasync on the same disk.
 // Above the table: the PostgreSQL settings the figures depend on; under it, at each size, whether
@@ -59,6 +62,7 @@ import type { HeapProfiler } from "node:inspector";
 import { Session } from "node:inspector/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import superjson from "superjson";
 import { createTestCatalog, type TestCatalog } from "../server/testing/catalog.ts";
@@ -647,10 +651,12 @@ async function measure(
     carried += m.requests;
   });
   const nodeBefore = process.cpuUsage();
+  const loopBefore = performance.eventLoopUtilization();
   const { latencies, rungs, elapsedMs, clientsCpuMs } = await run(shape, load, total, offset).finally(() =>
     setMeasureSink(null),
   );
   const node = process.cpuUsage(nodeBefore);
+  const loop = performance.eventLoopUtilization(loopBefore);
   const machine: MachineFigures | null = probe ? await probe.end() : null;
   const nodeWaitAfter = runQueueWaitMs(mainThread);
   const pids = new Set([...before.keys(), ...(await backendPids(catalog))]);
@@ -687,6 +693,11 @@ async function measure(
     postgresWait: postgresWaitMs === null ? null : postgresWaitMs / total,
     /** CPU per acquire in ms of the HTTP clients' process (null in process). */
     clientsCpu: clientsCpuMs === undefined ? null : clientsCpuMs / total,
+    /**
+     * The share of the row this process's event loop spent running code rather than waiting for
+     * events: the service's and its clients' in process, the server's over HTTP.
+     */
+    loopBusy: loop.utilization,
     rungs,
     machine,
   };
@@ -705,6 +716,8 @@ async function main(): Promise<void> {
     cpuPerAcquire: number | null;
     /** The HTTP clients' process's CPU ms per acquire (null in process). */
     clientsCpu: number | null;
+    /** The share of the row this process's event loop was busy (0 to 1). */
+    loopBusy: number;
     statement: StatementFigures | null;
     machine: MachineFigures | null;
   }[] = [];
@@ -749,6 +762,7 @@ async function main(): Promise<void> {
               p99: m.p99,
               cpuPerAcquire: m.postgresCpu === null ? null : m.nodeCpu + m.postgresCpu,
               clientsCpu: m.clientsCpu,
+              loopBusy: m.loopBusy,
               statement: m.statement,
               machine: m.machine,
             });
@@ -956,6 +970,14 @@ async function main(): Promise<void> {
             : `the app's server came out ${(direct.p99 - http.p99).toFixed(2)} ms faster at p99 than the bare one in this run (each row runs in a window of its own)\n`),
       );
     }
+    // One thread reads every request, runs the service's part and writes every answer: the busier
+    // it is, the longer each of them waits for it, and in a closed loop the slowest part sets the pace.
+    const percent = (share: number) => `${Math.round(share * 100)}%`;
+    process.stdout.write(
+      `  ${pacedLoad ? "paced" : "closed"}: the server's event loop was busy ${percent(http.loopBusy)} of the row` +
+        (direct ? ` (the bare server's ${percent(direct.loopBusy)}` : " (") +
+        `${direct ? ", " : ""}in process the service's and its clients' ${percent(base.loopBusy)})\n`,
+    );
   }
 }
 
