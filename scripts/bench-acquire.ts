@@ -973,10 +973,12 @@ async function main(): Promise<void> {
     // One thread reads every request, runs the service's part and writes every answer: the busier
     // it is, the longer each of them waits for it, and in a closed loop the slowest part sets the pace.
     const percent = (share: number) => `${Math.round(share * 100)}%`;
+    const beside = [
+      ...(direct ? [`the bare server's ${percent(direct.loopBusy)}`] : []),
+      `in process the service's and its clients' ${percent(base.loopBusy)}`,
+    ];
     process.stdout.write(
-      `  ${pacedLoad ? "paced" : "closed"}: the server's event loop was busy ${percent(http.loopBusy)} of the row` +
-        (direct ? ` (the bare server's ${percent(direct.loopBusy)}` : " (") +
-        `${direct ? ", " : ""}in process the service's and its clients' ${percent(base.loopBusy)})\n`,
+      `  ${pacedLoad ? "paced" : "closed"}: the server's event loop was busy ${percent(http.loopBusy)} of the row (${beside.join(", ")})\n`,
     );
   }
 }
