@@ -963,8 +963,8 @@ async function main(): Promise<void> {
       const directRatio = direct.p99 / base.p99;
       process.stdout.write(
         `  HTTP plus the same acquire (no tRPC, no token lookup) is p99 ${direct.p99.toFixed(2)} ms = ${directRatio.toFixed(2)}x in-process: ` +
-          `${directRatio > GOAL_HTTP_RATIO ? "no server that acquires over HTTP meets the goal on this machine" : "a server that acquires over HTTP can meet the goal here"}; ` +
-          // Each row runs in a window of its own: the app's row can come out the faster.
+          // One run's verdict: over a day's runs the bare server meets the goal in some and not others.
+          `${directRatio > GOAL_HTTP_RATIO ? "the bare server missed the goal too in this run" : "the bare server met the goal in this run"}; ` +
           (http.p99 >= direct.p99
             ? `tRPC and the token check add ${(http.p99 - direct.p99).toFixed(2)} ms at p99\n`
             : `the app's server came out ${(direct.p99 - http.p99).toFixed(2)} ms faster at p99 than the bare one in this run (each row runs in a window of its own)\n`),
