@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
@@ -12,7 +12,7 @@ import { createContext } from "../../server/trpc/init.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
 import { configureLogging, errorFields, logger } from "../../server/log/logger.ts";
 import { answerMetrics, METRICS_PATH, startMetrics } from "../../server/log/metrics.ts";
-import { observeRequest } from "../../server/log/request-log.ts";
+import { createObservedServer } from "../../server/log/request-log.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "../catalog.ts";
 import { workerSettings } from "./worker.ts";
@@ -132,27 +132,23 @@ export function registerServe(program: Command): void {
       const handle = app.getRequestHandler();
       const serveApi = apiHandler();
       const metrics = metricsToken ? startMetrics() : null;
-      // Every request is answered inside observeRequest: its one log line, its measures, X-Request-Id.
-      const server = createServer((req, res) =>
-        observeRequest(req, res, () => {
-          if (req.url === METRICS_PATH || req.url?.startsWith(`${METRICS_PATH}?`)) {
-            void answerMetrics(req, res, { metrics, token: metricsToken }).catch((error: unknown) =>
-              failed(res, error),
-            );
-            return;
-          }
-          // Agents' tRPC calls are answered here, before Next (whose request conversion costs
-          // more CPU than a small call); anything else, and any call this path declines, goes
-          // to Next, whose route serves the same handler.
-          if (req.url?.startsWith(TRPC_ENDPOINT)) {
-            void serveApi(req, res)
-              .then((answered) => (answered ? undefined : handle(req, res)))
-              .catch((error: unknown) => failed(res, error));
-            return;
-          }
-          void handle(req, res);
-        }),
-      );
+      // Every request gets its one log line, its measures and X-Request-Id (createObservedServer).
+      const server = createObservedServer({}, (req, res) => {
+        if (req.url === METRICS_PATH || req.url?.startsWith(`${METRICS_PATH}?`)) {
+          void answerMetrics(req, res, { metrics, token: metricsToken }).catch((error: unknown) => failed(res, error));
+          return;
+        }
+        // Agents' tRPC calls are answered here, before Next (whose request conversion costs
+        // more CPU than a small call); anything else, and any call this path declines, goes
+        // to Next, whose route serves the same handler.
+        if (req.url?.startsWith(TRPC_ENDPOINT)) {
+          void serveApi(req, res)
+            .then((answered) => (answered ? undefined : handle(req, res)))
+            .catch((error: unknown) => failed(res, error));
+          return;
+        }
+        void handle(req, res);
+      });
       await new Promise<void>((resolve, reject) => {
         server.once("error", (error: NodeJS.ErrnoException) =>
           reject(

@@ -1,10 +1,10 @@
-// One log line per HTTP request, and its measures: the server wraps every request in
-// observeRequest. The line names the request (id, also sent back as X-Request-Id), what it
-// called (route, tRPC procedures), who (agent or user, as noted while it ran), how long it took,
-// the status and the outcome (the Strata error code of an error answer). Bodies are never
-// logged: an error answer's body is read only for its error code.
+// One log line per HTTP request, and its measures: the servers are made by createObservedServer,
+// which wraps every request in observeRequest. The line names the request (id, also sent back
+// as X-Request-Id), what it called (route, tRPC procedures), who (agent or user, as noted while
+// it ran), how long it took, the status and the outcome (the Strata error code of an error
+// answer). Bodies are never logged: an error answer's body is read only for its error code.
 import { randomUUID } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, ServerResponse, type IncomingMessage, type Server, type ServerOptions } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { logger } from "./logger.ts";
 import { measure } from "./measures.ts";
@@ -105,14 +105,27 @@ function outcomeOf(res: ServerResponse, chunks: Buffer[] | null, finished: boole
   return res.statusCode < 400 ? "OK" : `HTTP_${res.statusCode}`;
 }
 
-/** Keeps the first bytes of an error answer (status ≥ 400, or a tRPC batch's 207) for its code. */
-function captureErrorBody(res: ServerResponse): () => Buffer[] | null {
-  let chunks: Buffer[] | null = null;
-  let kept = 0;
-  const keep = (chunk: unknown, encoding: unknown) => {
+/**
+ * A response that keeps the first bytes of an error answer (status ≥ 400, or a tRPC batch's 207)
+ * for its code. The servers make every response one (createObservedServer), so the capture is
+ * two methods of one class rather than `write` and `end` put on each response: functions set as
+ * a response's own properties made V8 keep about 2 kB per request past two young-generation
+ * collections, which fed a full collection every two to three seconds under a steady 1,000
+ * requests/s and tripled the serving process's pauses (`npm run bench:acquire`, docs/architecture.md).
+ */
+export class ObservedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  #errorBody: Buffer[] | null = null;
+  #kept = 0;
+
+  /** What was kept of the answer's bytes: null unless it is an error answer with a body. */
+  errorBody(): Buffer[] | null {
+    return this.#errorBody;
+  }
+
+  #keep(chunk: unknown, encoding: unknown): void {
     if (chunk === undefined || chunk === null || typeof chunk === "function") return;
-    if (res.statusCode < 400 && res.statusCode !== 207) return;
-    if (kept >= ERROR_BODY_LIMIT) return;
+    if (this.statusCode < 400 && this.statusCode !== 207) return;
+    if (this.#kept >= ERROR_BODY_LIMIT) return;
     const buffer = Buffer.isBuffer(chunk)
       ? chunk
       : typeof chunk === "string"
@@ -121,36 +134,34 @@ function captureErrorBody(res: ServerResponse): () => Buffer[] | null {
           ? Buffer.from(chunk)
           : null;
     if (!buffer) return;
-    (chunks ??= []).push(buffer.subarray(0, ERROR_BODY_LIMIT - kept));
-    kept += buffer.length;
-  };
-  const write = res.write;
-  const end = res.end;
-  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-    keep(chunk, rest[0]);
-    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as typeof res.write;
-  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-    keep(chunk, rest[0]);
-    return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-  } as typeof res.end;
-  return () => chunks;
+    (this.#errorBody ??= []).push(buffer.subarray(0, ERROR_BODY_LIMIT - this.#kept));
+    this.#kept += buffer.length;
+  }
+
+  override write(chunk: unknown, ...rest: unknown[]): boolean {
+    this.#keep(chunk, rest[0]);
+    return (super.write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+  }
+
+  override end(chunk?: unknown, ...rest: unknown[]): this {
+    this.#keep(chunk, rest[0]);
+    return (super.end as (...args: unknown[]) => this).call(this, chunk, ...rest);
+  }
 }
 
 /**
  * Answers a request with `answer` inside its request context, then logs its one line and records
  * its measures when the response is done (or the client went away).
  */
-export function observeRequest(req: IncomingMessage, res: ServerResponse, answer: () => unknown): void {
+function observeRequest(req: IncomingMessage, res: ObservedResponse, answer: () => unknown): void {
   const started = performance.now();
   const context: RequestContext = { id: randomUUID() };
   res.setHeader("x-request-id", context.id);
-  const errorBody = captureErrorBody(res);
   res.once("close", () => {
     const seconds = (performance.now() - started) / 1000;
     const pathname = (req.url ?? "/").split("?")[0] ?? "/";
     const procedures = proceduresOf(pathname);
-    const outcome = outcomeOf(res, errorBody(), res.writableFinished);
+    const outcome = outcomeOf(res, res.errorBody(), res.writableFinished);
     const status = res.writableFinished ? res.statusCode : 499;
     const route = routeLabel(pathname, status, procedures, outcome);
     const fields = {
@@ -176,4 +187,14 @@ export function observeRequest(req: IncomingMessage, res: ServerResponse, answer
     }
   });
   runInRequest(context, answer);
+}
+
+/** An HTTP server that answers every request with `answer` inside observeRequest. */
+export function createObservedServer(
+  options: ServerOptions,
+  answer: (req: IncomingMessage, res: ObservedResponse) => unknown,
+): Server<typeof IncomingMessage, typeof ObservedResponse> {
+  return createServer({ ...options, ServerResponse: ObservedResponse }, (req, res) =>
+    observeRequest(req, res, () => answer(req, res)),
+  );
 }

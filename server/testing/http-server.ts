@@ -1,7 +1,7 @@
 // Test support: the app's HTTP routes (tRPC, REST, the blob routes, and optionally sign-in and
 // /metrics) behind a real node:http server on a test catalog, so tests send real requests and
 // read real answers. Every request is observed as `strata serve` observes it (its log line).
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { handleBlobGet, handleBlobMethodNotAllowed, handleBlobPut } from "../http/blob-routes.ts";
@@ -10,7 +10,7 @@ import type { Db } from "../db/catalog.ts";
 import type { UserScope } from "../domain/scope.ts";
 import { answerMetrics, METRICS_PATH, type Metrics } from "../log/metrics.ts";
 import { noteRequestIdentity } from "../log/request-context.ts";
-import { observeRequest } from "../log/request-log.ts";
+import { createObservedServer } from "../log/request-log.ts";
 import { createContextInner } from "../trpc/init.ts";
 import { handleTrpcNodeRequest, handleTrpcRequest, TRPC_ENDPOINT } from "../trpc/http-handler.ts";
 import { handleRestRequest } from "../openapi/rest-handler.ts";
@@ -129,53 +129,51 @@ function route(req: Request, opts: TestServerOptions): Promise<Response> {
 /** Serves the app's API routes on 127.0.0.1 at a free port. */
 export function serveApp(opts: TestServerOptions): Promise<TestServer> {
   // Room for the long query strings tests send (Node's default header limit is 16 KiB).
-  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) =>
-    observeRequest(req, res, () => {
-      const failed = () => {
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        res.writeHead(500);
-        res.end();
-      };
-      let parts: { url: URL; headers: Headers };
+  const server = createObservedServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
+    const failed = () => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.writeHead(500);
+      res.end();
+    };
+    let parts: { url: URL; headers: Headers };
+    try {
+      parts = urlAndHeaders(req);
+    } catch {
+      res.writeHead(400);
+      res.end();
+      return;
+    }
+    if (opts.metrics && parts.url.pathname === METRICS_PATH) {
+      answerMetrics(req, res, opts.metrics).catch(failed);
+      return;
+    }
+    const answer = async () => {
+      // Plain JSON tRPC calls skip the fetch Request and Response (see handleTrpcNodeRequest).
+      if (isTrpcPath(parts.url.pathname)) {
+        const context = async () =>
+          createContextInner({
+            db: opts.db,
+            authorization: parts.headers.get("authorization"),
+            user: await userOf(parts, opts),
+            idempotencyKey: parts.headers.get("idempotency-key"),
+          });
+        if (await handleTrpcNodeRequest(req, res, parts, context)) return;
+      }
+      let request: Request;
       try {
-        parts = urlAndHeaders(req);
+        request = toRequest(req, parts);
       } catch {
         res.writeHead(400);
         res.end();
         return;
       }
-      if (opts.metrics && parts.url.pathname === METRICS_PATH) {
-        answerMetrics(req, res, opts.metrics).catch(failed);
-        return;
-      }
-      const answer = async () => {
-        // Plain JSON tRPC calls skip the fetch Request and Response (see handleTrpcNodeRequest).
-        if (isTrpcPath(parts.url.pathname)) {
-          const context = async () =>
-            createContextInner({
-              db: opts.db,
-              authorization: parts.headers.get("authorization"),
-              user: await userOf(parts, opts),
-              idempotencyKey: parts.headers.get("idempotency-key"),
-            });
-          if (await handleTrpcNodeRequest(req, res, parts, context)) return;
-        }
-        let request: Request;
-        try {
-          request = toRequest(req, parts);
-        } catch {
-          res.writeHead(400);
-          res.end();
-          return;
-        }
-        await send(res, await route(request, opts));
-      };
-      answer().catch(failed);
-    }),
-  );
+      await send(res, await route(request, opts));
+    };
+    answer().catch(failed);
+  });
   return new Promise((resolve) => {
     server.listen(0, "127.0.0.1", () => {
       const { port } = server.address() as AddressInfo;
