@@ -73,6 +73,18 @@ const providersSchema = z.string().transform((text, ctx) => {
   return problems.length > 0 ? z.NEVER : settings;
 });
 
+/** A `:`-separated list of absolute directories (PATH style); empty entries are ignored. */
+const pathListSchema = z.string().transform((text, ctx) => {
+  const entries = text
+    .split(path.delimiter)
+    .map((e) => e.trim())
+    .filter((e) => e !== "");
+  for (const entry of entries) {
+    if (!path.isAbsolute(entry)) ctx.addIssue({ code: "custom", message: `${entry} is not an absolute path` });
+  }
+  return entries;
+});
+
 const envSchema = z.object({
   STRATA_DATA_DIR: z.string().trim().min(1).default("./.strata"),
   DATABASE_URL: databaseUrl.optional(),
@@ -99,8 +111,22 @@ const envSchema = z.object({
   STRATA_GC_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(3600),
   /// A job whose worker stops renewing its claim for this long is handed to another worker.
   STRATA_JOB_LEASE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /// The bearer token GET /metrics asks for (unset: no metrics endpoint, in the app or a worker).
+  STRATA_METRICS_TOKEN: z
+    .string()
+    .trim()
+    .regex(/^\S{16,}$/, "must be one word of at least 16 characters")
+    .optional(),
+  /// The port `strata worker` serves GET /metrics on, at STRATA_BIND (unset: none).
+  STRATA_WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /// A capture or restore for a host with no live worker fails (NO_WORKER) after waiting this long.
+  STRATA_NO_WORKER_SECONDS: z.coerce.number().int().min(1).max(30 * 86_400).default(600),
   /// Workspace providers' capabilities by label (snapshots, idle-persistent live holds).
   STRATA_PROVIDERS: providersSchema.optional(),
+  /// Directories a worker may capture from and restore into (path-list, ':'-separated).
+  STRATA_WORKER_ROOTS: pathListSchema.optional(),
+  /// Directories in which each agent owns the folder named after it (path-list, ':'-separated).
+  STRATA_WORKER_AGENT_ROOTS: pathListSchema.optional(),
 });
 
 export interface Config {
@@ -116,8 +142,17 @@ export interface Config {
   sweepIntervalSeconds: number;
   gcIntervalSeconds: number;
   jobLeaseSeconds: number;
+  /** The token of GET /metrics; undefined: no metrics endpoint. */
+  metricsToken: string | undefined;
+  /** Where `strata worker` serves its metrics; undefined: nowhere. */
+  workerMetricsPort: number | undefined;
+  /** How long a job waits for a host without a live worker before it fails with NO_WORKER. */
+  noWorkerSeconds: number;
   /** Capabilities STRATA_PROVIDERS set, by provider label (the rest keep the defaults). */
   providers: ProviderSettings;
+  /** What a worker may touch on its host (server/worktrees/host-access.ts); empty: the defaults. */
+  workerRoots: string[];
+  workerAgentRoots: string[];
 }
 
 export class ConfigError extends Error {
@@ -162,7 +197,12 @@ export function loadConfig(env: Environment = process.env): Config {
     sweepIntervalSeconds: v.STRATA_SWEEP_INTERVAL_SECONDS,
     gcIntervalSeconds: v.STRATA_GC_INTERVAL_SECONDS,
     jobLeaseSeconds: v.STRATA_JOB_LEASE_SECONDS,
+    metricsToken: v.STRATA_METRICS_TOKEN,
+    workerMetricsPort: v.STRATA_WORKER_METRICS_PORT,
+    noWorkerSeconds: v.STRATA_NO_WORKER_SECONDS,
     providers: v.STRATA_PROVIDERS ?? {},
+    workerRoots: v.STRATA_WORKER_ROOTS ?? [],
+    workerAgentRoots: v.STRATA_WORKER_AGENT_ROOTS ?? [],
     publicUrl: (v.STRATA_PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/$/, ""),
   };
 }

@@ -24,6 +24,13 @@ export const ERROR_CODES = {
   LAYER_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
   UNAVAILABLE: { status: "SERVICE_UNAVAILABLE", retryable: true },
   INTERNAL: { status: "INTERNAL_SERVER_ERROR", retryable: true },
+  // Jobs: how an attempt ended when its handler did not say (server/jobs/queue.ts, worker.ts);
+  // never an API answer, the error of a job or of one of its attempts.
+  LEASE_EXPIRED: { status: "TIMEOUT", retryable: true },
+  WORKER_DIED: { status: "INTERNAL_SERVER_ERROR", retryable: true },
+  WORKER_STOPPED: { status: "SERVICE_UNAVAILABLE", retryable: true },
+  CLAIM_LOST: { status: "CONFLICT", retryable: false },
+  CANCELLED: { status: "CLIENT_CLOSED_REQUEST", retryable: false },
   // Git-side failures of capture, restore and evidence (server/git).
   NOT_A_REPOSITORY: { status: "PRECONDITION_FAILED", retryable: false },
   GIT_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
@@ -34,6 +41,8 @@ export const ERROR_CODES = {
   BLOB_STORE_FAILED: { status: "SERVICE_UNAVAILABLE", retryable: true },
   // Restore: refusals (nothing is written) and the failures the degraded ladder handles.
   UNSAFE_TARGET: { status: "PRECONDITION_FAILED", retryable: false },
+  // Workers: a job's directory is outside the host's roots or not its agent's (host-access.ts).
+  PATH_NOT_ALLOWED: { status: "FORBIDDEN", retryable: false },
   INVALID_SNAPSHOT: { status: "UNPROCESSABLE_CONTENT", retryable: false },
   COMMITS_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
   DELTA_FAILED: { status: "UNPROCESSABLE_CONTENT", retryable: false },
@@ -46,6 +55,9 @@ export const ERROR_CODES = {
   UNKNOWN_BACKEND: { status: "BAD_REQUEST", retryable: false },
   // Idempotency keys (docs/api.md "Idempotency"): a key reused for a different call.
   IDEMPOTENCY_CONFLICT: { status: "CONFLICT", retryable: false },
+  // Jobs: a capture or restore addressed to a host no live worker serves waited too long
+  // (server/jobs/worker-hosts.ts); never an API answer, the error of the failed job.
+  NO_WORKER: { status: "PRECONDITION_FAILED", retryable: false },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

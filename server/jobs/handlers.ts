@@ -12,7 +12,7 @@
 //   sweep, gc  the lineage sweeper and collection (collection has its own lease and fencing).
 import { existsSync } from "node:fs";
 import { realpath, rename, rm, rmdir } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { Db } from "../db/client.ts";
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { captureManifestSchema } from "../domain/capture-manifest.ts";
@@ -22,6 +22,8 @@ import { restoreResultSchema, type RestoreResult } from "../domain/restore-resul
 import { trustAgent, type AgentScope } from "../domain/scope.ts";
 import { checkTarget } from "../git/restore-staging.ts";
 import { checkIfCheckout, continuesAt } from "../worktrees/verify-worktree.ts";
+import type { HostAccess } from "../worktrees/host-access.ts";
+import { describeCheckout } from "../git/checkout-info.ts";
 import {
   captureAndPublish,
   captureLayers,
@@ -45,6 +47,8 @@ export interface HandlerOptions {
   db: Db;
   /** This worker's host: capture and restore jobs name it. */
   host: string;
+  /** What this worker may touch on its host, and for which agent. */
+  access: HostAccess;
   /** This host's restore state (crash records of interrupted restores). */
   stateDir: string;
   /** This host's shared object stores, one per repository, that restores borrow from (host-object-store.ts). */
@@ -132,6 +136,13 @@ async function runCapture(
 ): Promise<Prisma.InputJsonValue> {
   const data = captureJobDataSchema.parse(job.data);
   const agent = await agentOf(opts.db, job.agentId);
+  // Before any git call: the directory must be the agent's own on this host.
+  const access = await opts.access.forCapture(opts.db, agent, data.dir);
+  const checkout = await describeCheckout(access.path, {
+    signal: ctx.signal,
+    ...(opts.gitPath ? { gitPath: opts.gitPath } : {}),
+  });
+  opts.access.confirmCheckout(access, checkout.layout);
   const port = localCatalog(opts.db, agent);
   const source = { workspace: data.dir, host: opts.host };
 
@@ -148,7 +159,8 @@ async function runCapture(
   const fenced: CatalogPort = { ...port, lineageHeadId: async () => observed };
   const progress = throttledProgress(ctx);
   const result = await captureAndPublish(fenced, {
-    dir: data.dir,
+    dir: access.path,
+    checkout,
     target: { kind: "checkpoint", key: data.key },
     source,
     signal: ctx.signal,
@@ -275,7 +287,8 @@ async function runRestore(
   const data = restoreJobDataSchema.parse(job.data);
   const agent = await agentOf(opts.db, job.agentId);
   const port = localRestorePort(opts.db, agent);
-  const into = resolve(data.into);
+  // Before anything is read or written there: the target is claimed as the agent's on this host.
+  const into = await opts.access.claimForRestore(opts.db, agent, data.into, job.id);
   // Job-owned, next to the target (same filesystem, so the final rename is atomic).
   const jobDir = join(dirname(into), `.strata-job-${job.id}-${basename(into).slice(0, 40)}`);
   const progress = throttledProgress(ctx);

@@ -4,13 +4,13 @@
 // pool (reusing an idle clean worktree when there is one); a live hold the task kept is ended
 // once its checkout continues. `strata resume` and the SDK's resume() both run this.
 import { hostname } from "node:os";
-import { join } from "node:path";
 import type { ResumePlan } from "../domain/resume-plan.ts";
 import { objectStoresDirectory } from "../git/host-object-store.ts";
 import type { RestoreProgress } from "../git/restore.ts";
 import type { PlanResumeInput } from "../restore/plan-resume.ts";
 import type { RestorePort } from "../restore/restore-snapshot.ts";
 import { openWorktreePool, poolDirectory } from "./pool.ts";
+import { restoredDirectory } from "./host-access.ts";
 import type { ProcessIdentity } from "./process-identity.ts";
 import { resumeCheckouts, resumedLiveHolds, type ResumeResult } from "./resume-checkouts.ts";
 
@@ -48,7 +48,7 @@ export async function resumeTask(source: ResumeSource, o: ResumeTaskOptions): Pr
     plan,
     port: source.port,
     pool,
-    unpooledDir: join(o.dataDir, "restored"),
+    unpooledDir: restoredDirectory(o.dataDir),
     stateDir: o.stateDir,
     hostNames,
     owner: "workContextId" in o.target ? o.target.workContextId : `snapshot:${o.target.snapshotId}`,
