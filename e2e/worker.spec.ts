@@ -1,8 +1,10 @@
 // The quick start's promise, end to end: one `strata serve` runs the dashboard, the API and a
 // worker. An agent asks it over HTTP to capture a dirty checkout and then to restore that
-// capture into a new directory; the worker inside the server does both.
+// capture into a new directory; the worker inside the server does both, in the folders a worker
+// uses when no roots are configured: the agent's own folder under the data directory's agents/,
+// and restored/.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { DENIED_SECRET } from "./secrets.ts";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -11,7 +13,8 @@ import { call, dirtyCheckout, finished, git } from "./jobs.ts";
 
 // As in playwright.config.ts.
 const WORKER_URL = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3210) + 1}`;
-const WORKER_DATA_DIR = ".strata-e2e-worker";
+const WORKER_DATA_DIR = path.resolve(".strata-e2e-worker");
+const AGENT = "e2e-worker-agent";
 const WORKER_HOST = "e2e-worker-host";
 
 test.describe("strata serve runs jobs with its own worker", () => {
@@ -20,7 +23,7 @@ test.describe("strata serve runs jobs with its own worker", () => {
 
   test.beforeAll(async () => {
     const created = JSON.parse(
-      execFileSync(process.execPath, ["cli/strata.mjs", "agent", "create", "e2e-worker-agent", "--json"], {
+      execFileSync(process.execPath, ["cli/strata.mjs", "agent", "create", AGENT, "--json"], {
         encoding: "utf8",
         env: { ...process.env, STRATA_DATA_DIR: WORKER_DATA_DIR },
       }),
@@ -29,7 +32,9 @@ test.describe("strata serve runs jobs with its own worker", () => {
       baseURL: WORKER_URL,
       extraHTTPHeaders: { Authorization: `Bearer ${created.token}` },
     });
-    work = mkdtempSync(path.join(tmpdir(), "strata-e2e-worker-"));
+    // The agent's own folder of the default agent root (the worker made agents/ when it started).
+    mkdirSync(path.join(WORKER_DATA_DIR, "agents", AGENT), { recursive: true });
+    work = mkdtempSync(path.join(WORKER_DATA_DIR, "agents", AGENT, "work-"));
   });
 
   test.afterAll(async () => {
@@ -56,7 +61,7 @@ test.describe("strata serve runs jobs with its own worker", () => {
     expect(captured).toMatchObject({ state: "completed", result: { outcome: "appended" } });
     const snapshotId = captured.result!.snapshotId as string;
 
-    const into = path.join(work, "restored");
+    const into = path.join(WORKER_DATA_DIR, "restored", path.basename(work));
     const { plan, job } = (await call(
       agent,
       "job.enqueueRestore",
@@ -84,5 +89,13 @@ test.describe("strata serve runs jobs with its own worker", () => {
     expect(git(into, ["rev-parse", "HEAD"])).toBe(git(repo, ["rev-parse", "HEAD"]));
     expect(git(into, ["branch", "--show-current"]).trim()).toBe("main");
     expect(existsSync(path.join(into, ".env"))).toBe(false);
+
+    // Anything outside those folders is refused before the worker reads or writes it.
+    const outside = dirtyCheckout(path.join(mkdtempSync(path.join(tmpdir(), "strata-e2e-outside-")), "checkout"));
+    const refused = (await call(agent, "job.enqueueCapture", { host: WORKER_HOST, dir: outside, key }, "mutation")) as {
+      id: string;
+    };
+    expect(await finished(agent, refused.id)).toMatchObject({ state: "failed", error: { code: "PATH_NOT_ALLOWED" } });
+    rmSync(path.dirname(outside), { recursive: true, force: true });
   });
 });

@@ -23,6 +23,7 @@ import { consistencyViolations } from "../testing/content.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import { JobQueue } from "./queue.ts";
 import { killHard, killWorkers, startWorker, stopGently, waitFor } from "../testing/worker-processes.ts";
+import { testHostRoots, type TestHostRoots } from "../testing/host-roots.ts";
 
 const LEASE_SECONDS = 2;
 // The enqueuing side (this process) decides each job's lease.
@@ -51,11 +52,13 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
   let agent: TestAgent;
   let queue: JobQueue;
   let dataDir: string;
+  let roots: TestHostRoots;
 
   beforeAll(async () => {
     queue = new JobQueue(catalog().db);
     agent = await makeAgent(catalog().db, "worker");
     dataDir = temporaryDirectory("strata-worker-data-");
+    roots = testHostRoots();
   });
 
   async function job(id: string): Promise<JobView> {
@@ -65,12 +68,12 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
   for (const point of ["capture:publish", "capture:layers"]) {
     it(`finishes a capture whose worker died at ${point}, with one checkpoint and nothing half-written`, async () => {
       const db = catalog().db;
-      const repo = smallRepository("capture");
+      const repo = roots.give(agent.name, smallRepository("capture"));
       const key = keyFor("capture");
       const host = uniqueName("cap");
       const enqueued = await enqueueCapture(db, { host, dir: repo, key, agent: agent.scope });
 
-      const first = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: point });
+      const first = startWorker(catalog().url, host, dataDir, { ...roots.env, STRATA_TEST_PAUSE_AT: point });
       await waitFor(`the first worker to pause at ${point}`, async () => first.stderr().includes(`paused at ${point}`));
       expect(await job(enqueued.id)).toMatchObject({ state: "active", attempts: 1 });
       await killHard(first);
@@ -85,7 +88,7 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
         expect(await lineageSnapshots()).toEqual([]);
       }
 
-      const second = startWorker(catalog().url, host, dataDir);
+      const second = startWorker(catalog().url, host, dataDir, roots.env);
       const done = await waitFor("the job to complete", async () => {
         const j = await job(enqueued.id);
         return j.state === "completed" ? j : null;
@@ -111,7 +114,7 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
    */
   async function publishedRestore(label: string, workspace: (checkout: string) => string) {
     const db = catalog().db;
-    const repo = smallRepository(label);
+    const repo = roots.give(agent.name, smallRepository(label));
     addOrigin(repo);
     const key = keyFor(label);
     const published = await captureAndPublish(localCatalog(db, agent.scope), {
@@ -136,16 +139,17 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
   for (const point of ["restore:verify", "restore:placed"]) {
     it(`finishes a restore whose worker died at ${point}; the target only ever appears whole`, async () => {
       const db = catalog().db;
-      const parent = temporaryDirectory("strata-restore-parent-");
+      const parent = join(roots.root, uniqueName("parent"));
+      mkdirSync(parent);
       const into = join(parent, "workspace");
       const { key, published, host, plan, enqueued } = await publishedRestore("restore", () => into);
 
-      const first = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: point });
+      const first = startWorker(catalog().url, host, dataDir, { ...roots.env, STRATA_TEST_PAUSE_AT: point });
       await waitFor(`the first worker to pause at ${point}`, async () => first.stderr().includes(`paused at ${point}`));
       await killHard(first);
       if (point === "restore:verify") expect(existsSync(into)).toBe(false);
 
-      const second = startWorker(catalog().url, host, dataDir);
+      const second = startWorker(catalog().url, host, dataDir, roots.env);
       const done = await waitFor("the job to complete", async () => {
         const j = await job(enqueued!.id);
         return j.state === "completed" ? j : null;
@@ -176,7 +180,7 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
     const { repo, host, plan, enqueued } = await publishedRestore("in-place", (checkout) => checkout);
     const untouched = expectUntouched(repo);
 
-    const worker = startWorker(catalog().url, host, dataDir);
+    const worker = startWorker(catalog().url, host, dataDir, roots.env);
     const done = await waitFor("the job to complete", async () => {
       const j = await job(enqueued!.id);
       return j.state === "completed" || j.state === "failed" ? j : null;
@@ -206,6 +210,7 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
     const hosts = ["alpha", "beta", "gamma"].map((name) => ({
       name: uniqueName(name),
       dir: temporaryDirectory(`strata-host-${name}-`),
+      roots: testHostRoots(),
     }));
     const CAPTURES_PER_HOST = 46; // 138 captures
     const RESTORES = [21, 21, 20]; // 62 restores
@@ -213,7 +218,7 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
     const restoreJobs: { id: string; host: string; into: string; restoreId: string; tree: string }[] = [];
 
     for (const [n, host] of hosts.entries()) {
-      const repo = smallRepository(host.name);
+      const repo = host.roots.give(agent.name, smallRepository(host.name));
       // One checkpoint to restore from, published before the workers start.
       const sourceKey = keyFor(`source-${n}`);
       const source = await captureAndPublish(localCatalog(db, agent.scope), {
@@ -225,9 +230,9 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
         const job = await enqueueCapture(db, { host: host.name, dir: repo, key, agent: agent.scope });
         captureJobs.push({ id: job.id, host: host.name, workContextId: key.workContextId });
       }
-      mkdirSync(join(host.dir, "workspaces"));
+      mkdirSync(join(host.roots.root, "workspaces"));
       for (let i = 0; i < RESTORES[n]!; i += 1) {
-        const into = join(host.dir, "workspaces", `w${i}`);
+        const into = join(host.roots.root, "workspaces", `w${i}`);
         const { plan, job } = await enqueueRestore(db, {
           repository: sourceKey.repository,
           backendKind: sourceKey.backendKind,
@@ -243,7 +248,7 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
     }
     expect(captureJobs.length + restoreJobs.length).toBe(200);
 
-    const started = hosts.map((h) => startWorker(catalog.url, h.name, join(h.dir, "data")));
+    const started = hosts.map((h) => startWorker(catalog.url, h.name, join(h.dir, "data"), h.roots.env));
     const finished = await waitFor(
       "every job to finish",
       async () => {
@@ -282,7 +287,7 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
     expect(restores.every((r) => r.outcome === "restored" && r.nextRestore === null)).toBe(true);
     for (const r of restoreJobs) expect(git(r.into, ["write-tree"]).trim()).toBe(r.tree);
     for (const h of hosts)
-      expect(readdirSync(join(h.dir, "workspaces")).sort()).toHaveLength(
+      expect(readdirSync(join(h.roots.root, "workspaces")).sort()).toHaveLength(
         restoreJobs.filter((r) => r.host === h.name).length,
       );
     expect(await consistencyViolations(db)).toEqual([]);

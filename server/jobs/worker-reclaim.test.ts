@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
 import type { JobView } from "../domain/jobs.ts";
 import { initRepository, removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
+import { testHostRoots, type TestHostRoots } from "../testing/host-roots.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import {
   killHard,
@@ -29,12 +30,14 @@ describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
   let queue: JobQueue;
   let dataDir: string;
   let repo: string;
+  let roots: TestHostRoots;
 
   beforeAll(async () => {
     queue = new JobQueue(catalog().db);
     agent = await makeAgent(catalog().db, "reclaim");
     dataDir = temporaryDirectory("strata-reclaim-data-");
-    repo = initRepository({ "README.md": "# reclaim\n" });
+    roots = testHostRoots();
+    repo = roots.give(agent.name, initRepository({ "README.md": "# reclaim\n" }));
     write(repo, "notes.txt", "uncommitted\n");
   });
 
@@ -60,7 +63,7 @@ describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
 
   /** A worker that claims `id` and blocks in the middle of it (alive, renewing nothing). */
   async function workerHolding(host: string, id: string): Promise<{ worker: WorkerChild; claimedBy: string }> {
-    const worker = startWorker(catalog().url, host, dataDir, { STRATA_TEST_PAUSE_AT: "capture:publish" });
+    const worker = startWorker(catalog().url, host, dataDir, { ...roots.env, STRATA_TEST_PAUSE_AT: "capture:publish" });
     await waitFor("the worker to pause mid-capture", async () => worker.stderr().includes("paused at capture:publish"));
     const held = await job(id);
     expect(held).toMatchObject({ state: "active", attempts: 1 });
@@ -75,7 +78,7 @@ describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
 
     // A sibling worker of the host starts (it reclaims before its first claim) and runs a job of
     // its own; the first worker is alive, so its job is left alone.
-    const sibling = startWorker(catalog().url, host, dataDir);
+    const sibling = startWorker(catalog().url, host, dataDir, roots.env);
     const own = await captureJob(host);
     const ownDone = await completed(own.id);
     expect(parseWorkerId(ownDone.claimedBy!)).toMatchObject({ host, pid: sibling.child.pid });
@@ -84,7 +87,7 @@ describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
 
     // The first worker is killed and started again on its host.
     await killHard(first);
-    const restarted = startWorker(catalog().url, host, dataDir);
+    const restarted = startWorker(catalog().url, host, dataDir, roots.env);
     const done = await completed(held.id);
     await stopGently(restarted);
 
