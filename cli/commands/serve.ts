@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import next from "next";
 import { describeDatabase, loadConfig, type Config } from "../../server/config/config.ts";
+import { getCatalog } from "../../server/db/catalog.ts";
 import { openCatalog } from "../../server/db/client.ts";
+import { readQueueDepth } from "../../server/jobs/queue-depth.ts";
 import { handleTrpcNodeRequest, TRPC_ENDPOINT } from "../../server/trpc/http-handler.ts";
 import { createContext } from "../../server/trpc/init.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
@@ -77,16 +79,6 @@ function failed(res: ServerResponse, error: unknown): void {
   res.end(JSON.stringify({ error: { code: "INTERNAL", message: "The request failed unexpectedly." } }));
 }
 
-/** STRATA_METRICS_TOKEN: the bearer token /metrics asks for (unset: no /metrics). */
-function metricsTokenOf(env: NodeJS.ProcessEnv): string | undefined {
-  const token = env.STRATA_METRICS_TOKEN?.trim();
-  if (!token) return undefined;
-  if (token.length < 16 || /\s/.test(token)) {
-    throw new CliError("STRATA_METRICS_TOKEN: must be one word of at least 16 characters", EXIT.CONFIG);
-  }
-  return token;
-}
-
 /** Starts a worker inside this process for STRATA_HOST. */
 async function startServeWorker(config: Config, enabled: boolean): Promise<WorkerProcess | null> {
   if (!enabled) return null;
@@ -113,7 +105,7 @@ export function registerServe(program: Command): void {
     .action(async (opts: { dev?: boolean; rebuild?: boolean; worker: boolean }) => {
       const config = loadConfig();
       await configureLogging({ level: config.logLevel });
-      const metricsToken = metricsTokenOf(process.env);
+      const metricsToken = config.metricsToken;
       const migrated = await runMigrate(config.databaseUrl);
       logger().info(
         {
@@ -131,7 +123,8 @@ export function registerServe(program: Command): void {
       await app.prepare();
       const handle = app.getRequestHandler();
       const serveApi = apiHandler();
-      const metrics = metricsToken ? startMetrics() : null;
+      // The queue's depth is read from the app's catalog at each scrape.
+      const metrics = metricsToken ? startMetrics({ queueDepth: () => readQueueDepth(getCatalog().db) }) : null;
       // Every request gets its one log line, its measures and X-Request-Id (createObservedServer).
       const server = createObservedServer({}, (req, res) => {
         if (req.url === METRICS_PATH || req.url?.startsWith(`${METRICS_PATH}?`)) {

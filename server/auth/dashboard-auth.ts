@@ -9,6 +9,7 @@ import { prismaAdapter } from "better-auth/adapters/prisma";
 import { hashPassword } from "better-auth/crypto";
 import { z } from "zod";
 import { loadConfig, type Config } from "../config/config.ts";
+import { errorFields, logger, scrubText } from "../log/logger.ts";
 import type { CatalogHandle, Db } from "../db/client.ts";
 import {
   asCatalogUnavailable,
@@ -34,6 +35,29 @@ function authSecret(config: Config): string {
   writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
   chmodSync(file, 0o600);
   return secret;
+}
+
+/** A value better-auth logs beside its message, as a log field: an error's code and message, else scrubbed text. */
+function logArgument(value: unknown): unknown {
+  if (value instanceof Error) return errorFields(value);
+  if (typeof value === "string") return scrubText(value);
+  try {
+    return scrubText(JSON.stringify(value) ?? String(value));
+  } catch {
+    return scrubText(String(value));
+  }
+}
+
+/** better-auth's log lines go through the process's JSON logger (its own writes coloured text to stderr). */
+function authLogger(config: Config): NonNullable<BetterAuthOptions["logger"]> {
+  if (config.logLevel === "silent") return { disabled: true };
+  return {
+    level: config.logLevel,
+    log(level, message, ...args) {
+      const fields = { component: "better-auth", ...(args.length > 0 ? { args: args.map(logArgument) } : {}) };
+      logger()[level](fields, scrubText(message));
+    },
+  };
 }
 
 export function createAuth(catalog: Pick<CatalogHandle, "db" | "dialect">, config: Config) {
@@ -62,6 +86,7 @@ export function createAuth(catalog: Pick<CatalogHandle, "db" | "dialect">, confi
     session: { expiresIn: SESSION_DAYS * 24 * 3600, updateAge: 24 * 3600 },
     advanced: { database: { generateId: () => crypto.randomUUID() } },
     telemetry: { enabled: false },
+    logger: authLogger(config),
   });
 }
 

@@ -14,6 +14,7 @@ import { JobQueue } from "./queue.ts";
 import { scheduleMaintenance, type MaintenanceSchedule } from "./maintenance.ts";
 import { startWorker, type WorkerEvent } from "./worker.ts";
 import { currentWorkerIdentity, formatWorkerId } from "./worker-identity.ts";
+import { measure } from "../log/measures.ts";
 import type { ReclaimedJob } from "./queue.ts";
 
 export interface WorkerProcessOptions {
@@ -28,6 +29,8 @@ export interface WorkerProcessOptions {
   onEvent?: (event: WorkerEvent) => void;
   /** Jobs this worker handed back because the process of this host holding them no longer runs. */
   onReclaim?: (jobs: ReclaimedJob[]) => void;
+  /** The catalog answered a look for dead workers' jobs (every reclaimMs): an outage is over. */
+  onCatalogAnswer?: () => void;
   /** How often the jobs of this host's dead workers are looked for (default 1 s). */
   reclaimMs?: number;
   checkpoint?: (point: string) => void;
@@ -59,7 +62,10 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   const reclaimDead = async () => {
     try {
       const reclaimed = await queue.reclaim(identity);
-      if (reclaimed.length > 0) opts.onReclaim?.(reclaimed);
+      opts.onCatalogAnswer?.();
+      if (reclaimed.length === 0) return;
+      measure({ type: "claims", event: "reclaimed", host: opts.host, count: reclaimed.length });
+      opts.onReclaim?.(reclaimed);
     } catch (error) {
       emit({ type: "error", error });
     }
@@ -86,7 +92,8 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       if (Date.now() - lastHousekeeping < housekeepingMs) return;
       lastHousekeeping = Date.now();
       try {
-        await queue.expire();
+        const expired = await queue.expire();
+        if (expired > 0) measure({ type: "claims", event: "expired", host: opts.host, count: expired });
         await scheduleMaintenance(queue, opts.schedule);
       } catch (error) {
         emit({ type: "error", error });

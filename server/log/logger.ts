@@ -136,11 +136,42 @@ export function scrubText(text: string): string {
   return out;
 }
 
-/** An error as log fields: its code when it has one, its scrubbed message, and a stack for unexpected ones. */
+/** A line of a Prisma message's code excerpt ("  12 const x = …", "→ 13 await db.job.findMany(") or its location. */
+const EXCERPT_LINE = /^(→\s*)?\d+\s|^Invalid `[^`]*` invocation|^\S+:\d+:\d+$/;
+
+/**
+ * A message on one line. Prisma's ("Invalid `prisma.job.findMany()` invocation in <file>", the
+ * calling code, then what happened) is reduced to its last line that is not the excerpt; any
+ * other multi-line message is joined with " / ".
+ */
+function oneLine(message: string, code: string): string {
+  const lines = message
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
+  if (/Invalid `[^`]*` invocation/.test(message)) {
+    return lines.filter((l) => !EXCERPT_LINE.test(l)).at(-1) ?? code;
+  }
+  return lines.join(" / ");
+}
+
+/** The code of an error: its own (`code`, or a Prisma initialization error's `errorCode`) when it looks like one. */
+function codeOf(e: { code?: unknown; errorCode?: unknown } | null | undefined): string {
+  for (const code of [e?.code, e?.errorCode]) {
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) return code;
+  }
+  return "INTERNAL";
+}
+
+/**
+ * An error as log fields: its code when it has one, its scrubbed message on one line, and a stack
+ * (its frames under that line) for unexpected ones.
+ */
 export function errorFields(error: unknown): { code: string; message: string; stack?: string } {
-  const e = error as { code?: unknown; message?: unknown; stack?: unknown; name?: unknown } | null | undefined;
-  const code = typeof e?.code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(e.code) ? e.code : "INTERNAL";
-  const message = scrubText(typeof e?.message === "string" ? e.message : String(error));
-  const stack = code === "INTERNAL" && typeof e?.stack === "string" ? scrubText(e.stack) : undefined;
-  return stack ? { code, message, stack } : { code, message };
+  const e = error as { code?: unknown; errorCode?: unknown; message?: unknown; stack?: unknown } | null | undefined;
+  const code = codeOf(e);
+  const message = scrubText(oneLine(typeof e?.message === "string" ? e.message : String(error), code));
+  if (code !== "INTERNAL" || typeof e?.stack !== "string") return { code, message };
+  const frames = e.stack.split("\n").filter((l) => /^\s+at /.test(l));
+  return { code, message, stack: scrubText([message, ...frames].join("\n")) };
 }

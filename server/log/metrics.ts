@@ -1,10 +1,12 @@
 // GET /metrics in the Prometheus text format (prom-client), for the process that serves it: its
-// requests, acquires, the acquire statements on PostgreSQL, job attempts (the worker inside
-// `strata serve`) and collection and sweep runs. Behind STRATA_METRICS_TOKEN: none configured
-// → 404, a wrong or missing token → 401.
+// requests, acquires, the acquire statements on PostgreSQL, job attempts, lease expiries and
+// hand-backs (of the worker inside `strata serve`, or of a `strata worker` given a metrics port),
+// collection and sweep runs, and — where a queue reader is given (`strata serve`) — the queue's
+// depth read from the catalog at each scrape. Behind STRATA_METRICS_TOKEN: none configured →
+// 404, a wrong or missing token → 401.
 import { timingSafeEqual, createHash } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { setMeasureSink } from "./measures.ts";
 
 export const METRICS_PATH = "/metrics";
@@ -22,8 +24,24 @@ export interface Metrics {
   stop(): void;
 }
 
+/** One host and kind's open jobs (server/jobs/queue-depth.ts reads them; host null: maintenance). */
+export interface QueueDepth {
+  host: string | null;
+  kind: string;
+  waiting: number;
+  active: number;
+  oldestWaitingSince: Date | null;
+}
+
+export interface MetricsOptions {
+  /** The catalog's open jobs by host and kind, read at every scrape (the app's; a worker has none). */
+  queueDepth?: () => Promise<QueueDepth[]>;
+  /** The clock the oldest waiting job's age is measured on (tests). */
+  now?: () => number;
+}
+
 /** Creates this process's metrics and makes every measure count in them. */
-export function startMetrics(): Metrics {
+export function startMetrics(opts: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   const requests = new Histogram({
     name: "strata_http_request_duration_seconds",
@@ -55,15 +73,27 @@ export function startMetrics(): Metrics {
   });
   const jobAttempts = new Counter({
     name: "strata_job_attempts_total",
-    help: "Job attempts this process's worker ended, by kind and outcome",
-    labelNames: ["kind", "outcome"],
+    help: "Job attempts this process's worker ended, by kind, outcome and the worker's host",
+    labelNames: ["kind", "outcome", "host"],
     registers: [registry],
   });
   const jobDurations = new Histogram({
     name: "strata_job_attempt_duration_seconds",
-    help: "Job attempt durations, by kind and outcome",
-    labelNames: ["kind", "outcome"],
+    help: "Job attempt durations, by kind, outcome and the worker's host",
+    labelNames: ["kind", "outcome", "host"],
     buckets: LONG_SECONDS,
+    registers: [registry],
+  });
+  const leaseExpiries = new Counter({
+    name: "strata_job_lease_expiries_total",
+    help: "Claims whose lease had passed that this process's worker handed out again, by the worker's host",
+    labelNames: ["host"],
+    registers: [registry],
+  });
+  const reclaims = new Counter({
+    name: "strata_job_reclaims_total",
+    help: "Jobs of dead workers of its host that this process's worker handed back, by host",
+    labelNames: ["host"],
     registers: [registry],
   });
   const runs = new Counter({
@@ -79,6 +109,7 @@ export function startMetrics(): Metrics {
     buckets: LONG_SECONDS,
     registers: [registry],
   });
+  if (opts.queueDepth) registerQueueGauges(registry, opts.queueDepth, opts.now ?? Date.now);
   collectDefaultMetrics({ register: registry, prefix: "strata_" });
   setMeasureSink((m) => {
     switch (m.type) {
@@ -93,8 +124,11 @@ export function startMetrics(): Metrics {
         statementRequests.observe({ statement: m.statement, outcome: m.outcome }, m.requests);
         return;
       case "job":
-        jobAttempts.inc({ kind: m.kind, outcome: m.outcome });
-        jobDurations.observe({ kind: m.kind, outcome: m.outcome }, m.seconds);
+        jobAttempts.inc({ kind: m.kind, outcome: m.outcome, host: m.host });
+        jobDurations.observe({ kind: m.kind, outcome: m.outcome, host: m.host }, m.seconds);
+        return;
+      case "claims":
+        (m.event === "expired" ? leaseExpiries : reclaims).inc({ host: m.host }, m.count);
         return;
       case "run":
         runs.inc({ run: m.run, outcome: m.outcome });
@@ -103,6 +137,61 @@ export function startMetrics(): Metrics {
     }
   });
   return { registry, stop: () => setMeasureSink(null) };
+}
+
+/**
+ * The queue's depth as gauges filled at scrape time from one catalog read, shared by the three
+ * gauges of one scrape. A read that fails (the catalog is down) leaves them without samples and
+ * counts a scrape error, and the rest of the scrape is answered as usual.
+ */
+function registerQueueGauges(registry: Registry, read: () => Promise<QueueDepth[]>, now: () => number): void {
+  // prom-client collects every metric of a scrape at once: the first to collect starts the read,
+  // the others wait for the same one (the error counter too, so a failed scrape counts itself).
+  let reading: Promise<QueueDepth[] | null> | null = null;
+  const readOnce = () =>
+    (reading ??= read()
+      .catch(() => {
+        scrapeErrors.inc({ source: "queue" });
+        return null;
+      })
+      .finally(() => (reading = null)));
+  const scrapeErrors = new Counter({
+    name: "strata_metrics_scrape_errors_total",
+    help: "Scrapes answered without some metrics because reading them failed, by what was read",
+    labelNames: ["source"],
+    registers: [registry],
+    async collect() {
+      await readOnce();
+    },
+  });
+  scrapeErrors.inc({ source: "queue" }, 0);
+  const gauge = (name: string, help: string, value: (d: QueueDepth) => number | null) => {
+    const g: Gauge<"host" | "kind"> = new Gauge({
+      name,
+      help,
+      labelNames: ["host", "kind"],
+      registers: [registry],
+      async collect() {
+        const depths = await readOnce();
+        g.reset();
+        for (const d of depths ?? []) {
+          const v = value(d);
+          if (v !== null) g.set({ host: d.host ?? "", kind: d.kind }, v);
+        }
+      },
+    });
+  };
+  gauge(
+    "strata_jobs_waiting",
+    "Jobs queued or waiting for a retry, by host (empty: any worker) and kind",
+    (d) => d.waiting,
+  );
+  gauge("strata_jobs_active", "Jobs a worker is running, by host (empty: any worker) and kind", (d) => d.active);
+  gauge(
+    "strata_job_oldest_waiting_seconds",
+    "Age of the oldest queued or retrying job, by host (empty: any worker) and kind",
+    (d) => (d.oldestWaitingSince ? Math.max(0, (now() - d.oldestWaitingSince.getTime()) / 1000) : null),
+  );
 }
 
 const digest = (text: string) => createHash("sha256").update(text, "utf8").digest();
@@ -135,4 +224,41 @@ export async function answerMetrics(
   const text = await opts.metrics.registry.metrics();
   res.writeHead(200, { "content-type": opts.metrics.registry.contentType, "cache-control": "no-store" });
   res.end(req.method === "HEAD" ? undefined : text);
+}
+
+/**
+ * A server that answers GET /metrics only (a `strata worker`'s; the app answers it among its
+ * routes), listening on `bind`:`port`. Rejects when it cannot listen (EADDRINUSE…).
+ */
+export async function listenForMetrics(opts: {
+  metrics: Metrics;
+  token: string;
+  port: number;
+  bind: string;
+}): Promise<{ close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    if (req.url !== METRICS_PATH && !req.url?.startsWith(`${METRICS_PATH}?`)) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "NOT_FOUND", message: `Only ${METRICS_PATH} is served here.` } }));
+      return;
+    }
+    answerMetrics(req, res, { metrics: opts.metrics, token: opts.token }).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "INTERNAL", message: "The metrics could not be read." } }));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.bind, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }
