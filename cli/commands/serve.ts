@@ -12,6 +12,8 @@ import { readQueueDepth } from "../../server/jobs/queue-depth.ts";
 import { handleTrpcNodeRequest, TRPC_ENDPOINT } from "../../server/trpc/http-handler.ts";
 import { createContext } from "../../server/trpc/init.ts";
 import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
+import { JobQueue } from "../../server/jobs/queue.ts";
+import { failJobsWithoutWorker } from "../../server/jobs/worker-hosts.ts";
 import { configureLogging, errorFields, logger } from "../../server/log/logger.ts";
 import { answerMetrics, METRICS_PATH, startMetrics } from "../../server/log/metrics.ts";
 import { createObservedServer } from "../../server/log/request-log.ts";
@@ -95,6 +97,28 @@ async function startServeWorker(config: Config, enabled: boolean): Promise<Worke
   };
 }
 
+/** How often an app without a worker of its own looks for jobs no worker will come for. */
+const NO_WORKER_CHECK_MS = 10_000;
+
+/**
+ * Without a worker in this process (--no-worker), the app itself fails the jobs addressed to a
+ * host that has had no live worker for STRATA_NO_WORKER_SECONDS (NO_WORKER), as every worker's
+ * housekeeping does: with no worker anywhere, nothing else would. Returns the stop.
+ */
+function startNoWorkerCheck(config: Config): () => void {
+  const queue = new JobQueue(getCatalog().db);
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    failJobsWithoutWorker(queue, { afterSeconds: config.noWorkerSeconds })
+      .catch((error: unknown) => logger().error({ err: errorFields(error) }, "no-worker check failed"))
+      .finally(() => (checking = false));
+  }, NO_WORKER_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 export function registerServe(program: Command): void {
   program
     .command("serve")
@@ -160,8 +184,10 @@ export function registerServe(program: Command): void {
 
       // The quick start's promise: dashboard, API and a worker from one `npm start`.
       const worker = await startServeWorker(config, opts.worker);
+      const stopNoWorkerCheck = worker ? null : startNoWorkerCheck(config);
 
       const stop = () => {
+        stopNoWorkerCheck?.();
         server.close();
         void Promise.all([app.close(), worker?.stop()]).finally(() => process.exit(0));
       };

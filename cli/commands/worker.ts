@@ -16,6 +16,7 @@ export function workerSettings(config: Config) {
     dataDir: config.dataDir,
     schedule: { sweepIntervalSeconds: config.sweepIntervalSeconds, gcIntervalSeconds: config.gcIntervalSeconds },
     retry: { leaseSeconds: config.jobLeaseSeconds },
+    noWorkerSeconds: config.noWorkerSeconds,
     onEvent: (event: WorkerEvent) => logWorkerEvent(event, outage),
     onCatalogAnswer: () => logOutageLine(outage.answered()),
     onReclaim: logReclaimed,

@@ -119,8 +119,8 @@ const envSchema = z.object({
     .optional(),
   /// The port `strata worker` serves GET /metrics on, at STRATA_BIND (unset: none).
   STRATA_WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
-  /// A capture or restore for a host with no live worker fails (NO_WORKER) after waiting this long.
-  STRATA_NO_WORKER_SECONDS: z.coerce.number().int().min(1).max(30 * 86_400).default(600),
+  /// A capture or restore for a host with no live worker fails (NO_WORKER) after waiting this long (at most 30 days).
+  STRATA_NO_WORKER_SECONDS: z.coerce.number().int().min(1).max(2_592_000).default(600),
   /// Workspace providers' capabilities by label (snapshots, idle-persistent live holds).
   STRATA_PROVIDERS: providersSchema.optional(),
   /// Directories a worker may capture from and restore into (path-list, ':'-separated).

@@ -64,6 +64,16 @@ export interface JobFailure {
   retryable: boolean;
 }
 
+/**
+ * A job addressed to a host that no live worker serves (worker-hosts.ts): when a worker of it was
+ * last seen (null: never), and when the job fails with NO_WORKER if none comes.
+ */
+export interface WaitingForHost {
+  host: string;
+  lastSeenAt: Date | null;
+  failsAt: Date;
+}
+
 export interface JobView {
   id: string;
   kind: JobKind;
@@ -82,6 +92,8 @@ export interface JobView {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** Non-null exactly while the job waits (created, retry) for a host with no live worker. */
+  waitingForHost: WaitingForHost | null;
 }
 
 export const jobViewSchema = z.object({
@@ -102,6 +114,7 @@ export const jobViewSchema = z.object({
   createdAt: z.date(),
   startedAt: z.date().nullable(),
   finishedAt: z.date().nullable(),
+  waitingForHost: z.object({ host: z.string(), lastSeenAt: z.date().nullable(), failsAt: z.date() }).nullable(),
 }) satisfies z.ZodType<JobView>;
 
 /** An absolute path on the worker's host (POSIX or Windows form), never a relative one. */

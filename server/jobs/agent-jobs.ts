@@ -15,6 +15,7 @@ import {
 import type { AgentScope } from "../domain/scope.ts";
 import type { RestorePlan } from "../domain/views.ts";
 import { JobQueue } from "./queue.ts";
+import { waitsForHosts } from "./worker-hosts.ts";
 import type { ProviderSettings } from "../backends/providers.ts";
 import { acquireWorkspace, acquireWorkspaceInput } from "../acquire/acquire-workspace.ts";
 import { clientFields } from "../domain/client-fields.ts";
@@ -34,6 +35,21 @@ function queueOf(db: Db): JobQueue {
   return queue;
 }
 
+/**
+ * The jobs with waitingForHost filled for those that wait for a host with no live worker: one
+ * look at the workers of all their hosts, however many jobs.
+ */
+async function withHostWaits(db: Db, jobs: JobView[]): Promise<JobView[]> {
+  const waits = await waitsForHosts(db, jobs, { afterSeconds: loadConfig().noWorkerSeconds });
+  if (waits.size === 0) return jobs;
+  return jobs.map((job) => ({ ...job, waitingForHost: waits.get(job.id) ?? null }));
+}
+
+async function withHostWait(db: Db, job: JobView): Promise<JobView> {
+  const [annotated] = await withHostWaits(db, [job]);
+  return annotated ?? job;
+}
+
 export const enqueueCaptureInput = captureJobDataSchema.extend({ host: hostNameSchema });
 export type EnqueueCaptureInput = z.input<typeof enqueueCaptureInput>;
 
@@ -47,7 +63,7 @@ export async function enqueueCapture(db: Db, opts: EnqueueCaptureInput & { agent
     data: { dir: input.dir, key: input.key },
   });
   if (!job) throw new StrataError("INTERNAL", "The capture job was not recorded.");
-  return job;
+  return withHostWait(db, job);
 }
 
 export const enqueueRestoreInput = acquireWorkspaceInput.extend({
@@ -67,7 +83,7 @@ export async function enqueueRestore(
   opts: EnqueueRestoreInput & { agent: AgentScope; providers?: ProviderSettings },
 ): Promise<{ plan: RestorePlan; job: JobView | null }> {
   const input = enqueueRestoreInput.parse(clientFields(opts, "agent", "providers"));
-  return inTransaction(db, async (tx) => {
+  const { plan, job } = await inTransaction(db, async (tx) => {
     const plan = await acquireWorkspace(tx, { ...input, agent: opts.agent, providers: opts.providers });
     if (!plan.snapshot) return { plan, job: null };
     const job = await queueOf(db).enqueue(tx, {
@@ -78,6 +94,7 @@ export async function enqueueRestore(
     });
     return { plan, job };
   });
+  return { plan, job: job ? await withHostWait(db, job) : null };
 }
 
 export const listJobsInput = z.strictObject({
@@ -92,7 +109,7 @@ export type ListJobsInput = z.input<typeof listJobsInput>;
 
 export async function listJobs(db: Db, opts: ListJobsInput & { agent: AgentScope }): Promise<JobView[]> {
   const input = listJobsInput.parse(clientFields(opts, "agent"));
-  return queueOf(db).list(db, { ...input, agentId: opts.agent.agentId });
+  return withHostWaits(db, await queueOf(db).list(db, { ...input, agentId: opts.agent.agentId }));
 }
 
 function notFound(jobId: string): StrataError {
@@ -102,7 +119,7 @@ function notFound(jobId: string): StrataError {
 export async function getJob(db: Db, opts: { jobId: string; agent: AgentScope }): Promise<JobView> {
   const job = await queueOf(db).get(db, opts.jobId, { agentId: opts.agent.agentId });
   if (!job) throw notFound(opts.jobId);
-  return job;
+  return withHostWait(db, job);
 }
 
 /** Cancels one of the agent's jobs; a running one is aborted at its worker's next heartbeat. */

@@ -78,6 +78,8 @@ function toJobView(row: JobRow): JobView {
     createdAt: row.createdAt,
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,
+    // Whether a live worker serves the host is not the queue's to know: agent-jobs.ts fills it.
+    waitingForHost: null,
   };
 }
 
@@ -406,6 +408,39 @@ export class JobQueue {
         if (done) moved += 1;
       }
       return moved;
+    });
+  }
+
+  /**
+   * Fails for good a job no worker has claimed since the caller saw it (still `created` or
+   * `retry`, with the attempts it saw), with `error` as recorded, and runs the kind's finalizer in
+   * the same transaction: the end of a job nobody will run (NO_WORKER, worker-hosts.ts). False
+   * when the job moved since (claimed, cancelled, already failed).
+   */
+  async failUnclaimed(
+    seen: { id: string; state: JobState; attempts: number },
+    error: JobEndCause & { hint: string | null; retryable: boolean },
+  ): Promise<boolean> {
+    if (!(CLAIMABLE_STATES as readonly string[]).includes(seen.state)) return false;
+    return inTransaction(this.db, async (tx) => {
+      const where = { id: seen.id, state: seen.state, attempts: seen.attempts };
+      const row = await tx.job.findFirst({ where, select: jobRowSelect });
+      if (!row) return false;
+      const now = await this.dialect.transactionNow(tx);
+      const recorded = {
+        code: error.code,
+        message: error.message.slice(0, 2000),
+        hint: error.hint,
+        retryable: error.retryable,
+      };
+      const moved = await tx.job.updateMany({
+        where,
+        data: { state: "failed", error: recorded, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
+      });
+      // A worker claimed it (or someone cancelled it) in between: theirs is the job's next move.
+      if (moved.count !== 1) return false;
+      await this.finalize(tx, row, recorded);
+      return true;
     });
   }
 

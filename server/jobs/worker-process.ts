@@ -14,6 +14,15 @@ import { JobQueue } from "./queue.ts";
 import { scheduleMaintenance, type MaintenanceSchedule } from "./maintenance.ts";
 import { startWorker, type WorkerEvent } from "./worker.ts";
 import { currentWorkerIdentity, formatWorkerId } from "./worker-identity.ts";
+import pkg from "../../package.json" with { type: "json" };
+import {
+  DEFAULT_NO_WORKER_SECONDS,
+  failJobsWithoutWorker,
+  registerWorker,
+  WORKER_SEEN_EVERY_MS,
+  workerSeen,
+  workerStopped,
+} from "./worker-hosts.ts";
 import { measure } from "../log/measures.ts";
 import type { ReclaimedJob } from "./queue.ts";
 
@@ -33,6 +42,8 @@ export interface WorkerProcessOptions {
   onCatalogAnswer?: () => void;
   /** How often the jobs of this host's dead workers are looked for (default 1 s). */
   reclaimMs?: number;
+  /** A capture or restore waiting this long for a host with no live worker fails (NO_WORKER). */
+  noWorkerSeconds?: number;
   checkpoint?: (point: string) => void;
 }
 
@@ -70,6 +81,22 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       emit({ type: "error", error });
     }
   };
+  // The host is served (host.list, a job's waitingForHost) while this worker is seen: registered
+  // before the first claim, then seen every WORKER_SEEN_EVERY_MS on a timer of its own, like the
+  // reclaim's, so a long job does not make the host look unserved; registered again if its row went.
+  const registration = { id: workerId, host: opts.host, version: pkg.version, pid: process.pid };
+  const beSeen = async (first: boolean) => {
+    try {
+      if (first || !(await workerSeen(opts.catalog.db, workerId))) await registerWorker(opts.catalog.db, registration);
+    } catch (error) {
+      emit({ type: "error", error });
+    }
+  };
+  await beSeen(true);
+  let beingSeen: Promise<void> | null = null;
+  const seenTimer = setInterval(() => {
+    beingSeen ??= beSeen(false).finally(() => (beingSeen = null));
+  }, WORKER_SEEN_EVERY_MS);
   await reclaimDead();
   let reclaiming = false;
   const reclaimTimer = setInterval(() => {
@@ -94,6 +121,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       try {
         const expired = await queue.expire();
         if (expired > 0) measure({ type: "claims", event: "expired", host: opts.host, count: expired });
+        await failJobsWithoutWorker(queue, { afterSeconds: opts.noWorkerSeconds ?? DEFAULT_NO_WORKER_SECONDS });
         await scheduleMaintenance(queue, opts.schedule);
       } catch (error) {
         emit({ type: "error", error });
@@ -101,7 +129,13 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
     },
     onEvent: emit,
   });
-  const done = running.done.finally(() => clearInterval(reclaimTimer));
+  const done = running.done.finally(async () => {
+    clearInterval(reclaimTimer);
+    clearInterval(seenTimer);
+    await beingSeen;
+    // The host stops being served by this worker now, not once it is no longer seen.
+    await workerStopped(opts.catalog.db, workerId).catch((error: unknown) => emit({ type: "error", error }));
+  });
   return {
     workerId,
     async stop() {

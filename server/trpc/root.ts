@@ -13,6 +13,7 @@ import { gcRouter } from "./routers/gc.ts";
 import { dashboardRouter } from "./routers/dashboard.ts";
 import { degradedRestoreRouter, restoreAliasRouter } from "./routers/degraded-restore.ts";
 import { jobRouter } from "./routers/job.ts";
+import { hostRouter } from "./routers/host.ts";
 import { dependencyCacheRouter } from "./routers/dependency-cache.ts";
 
 export const appRouter = router({
@@ -31,6 +32,7 @@ export const appRouter = router({
   /** Old names of degradedRestore.list and .discard, kept for one release (docs/api.md). */
   restore: restoreAliasRouter,
   job: jobRouter,
+  host: hostRouter,
   dependencyCache: dependencyCacheRouter,
 });
 
