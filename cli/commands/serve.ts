@@ -16,6 +16,7 @@ import { JobQueue } from "../../server/jobs/queue.ts";
 import { failJobsWithoutWorker } from "../../server/jobs/worker-hosts.ts";
 import { configureLogging, errorFields, logger } from "../../server/log/logger.ts";
 import { answerMetrics, METRICS_PATH, startMetrics } from "../../server/log/metrics.ts";
+import { routeConsoleToLog } from "../../server/log/console-log.ts";
 import { createObservedServer } from "../../server/log/request-log.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
 import { runMigrate } from "../catalog.ts";
@@ -45,17 +46,36 @@ function buildIsCurrent(): boolean {
   return SOURCES.every((s) => newestSource(s) <= built);
 }
 
+/**
+ * Builds the dashboard. On a terminal the build shows its progress; otherwise (a JSON log) its
+ * output is kept and the build leaves one line, its output shown in full only when it fails.
+ */
 async function buildApp(): Promise<void> {
-  progressDone("Building the dashboard (first start or sources changed; about 30 s)…");
+  const terminal = process.stderr.isTTY === true;
+  if (terminal) progressDone("Building the dashboard (first start or sources changed; about 30 s)…");
+  else logger().info("building the dashboard (first start or sources changed)");
+  const started = Date.now();
+  let output = "";
+  const keep = (chunk: Buffer) => void (output += chunk.toString());
   await new Promise<void>((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(ROOT, "node_modules", "next", "dist", "bin", "next"), "build"], {
       cwd: ROOT,
-      stdio: ["ignore", "inherit", "inherit"],
+      stdio: ["ignore", terminal ? "inherit" : "pipe", terminal ? "inherit" : "pipe"],
       env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
     });
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new CliError(`next build failed (exit ${code})`))));
+    child.on("exit", (code) => {
+      if (code === 0) return resolve();
+      if (!terminal) process.stderr.write(output);
+      reject(new CliError(`next build failed (exit ${code})`));
+    });
   });
+  if (!terminal) {
+    const warnings = output.match(/^Warning:/gm)?.length ?? 0;
+    logger().info({ durationMs: Date.now() - started, warnings }, "dashboard built");
+  }
 }
 
 /**
@@ -129,6 +149,8 @@ export function registerServe(program: Command): void {
     .action(async (opts: { dev?: boolean; rebuild?: boolean; worker: boolean }) => {
       const config = loadConfig();
       await configureLogging({ level: config.logLevel });
+      // Next.js (and any other library) writes with console.*: those lines go through the log too.
+      routeConsoleToLog("console");
       const metricsToken = config.metricsToken;
       const migrated = await runMigrate(config.databaseUrl);
       logger().info(
