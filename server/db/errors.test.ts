@@ -15,6 +15,7 @@ import { adminPostgresUrl } from "../testing/postgres.ts";
 import { startPrivatePostgres } from "../testing/private-postgres.ts";
 import { waitFor } from "../testing/worker-processes.ts";
 import { openCatalog } from "./client.ts";
+import type { Prisma } from "./generated/postgres/client.ts";
 import { asCatalogUnavailable, catalogUnavailable, isDatabaseUnavailable } from "./errors.ts";
 import { migrate } from "./migrate.ts";
 
@@ -148,6 +149,48 @@ describe("isDatabaseUnavailable: outages", () => {
     }
   });
 
+  it("knows an interactive transaction whose database stopped answering until the transaction expired", async () => {
+    const cluster = await startPrivatePostgres();
+    const catalog = openCatalog(cluster.url);
+    try {
+      await migrate(cluster.url);
+      const error = await thrown(() =>
+        catalog.db.$transaction(
+          async (tx) => {
+            const [{ pid }] = await tx.$queryRawUnsafe<[{ pid: number }]>("SELECT pg_backend_pid() AS pid");
+            // The transaction's server process stops answering (a hung server, a host paused) and
+            // comes back after the transaction's timeout: its next statement meets a closed transaction.
+            process.kill(pid, "SIGSTOP");
+            setTimeout(() => process.kill(pid, "SIGCONT"), 1_500);
+            await tx.agent.count();
+            await tx.agent.count();
+          },
+          { timeout: 500 },
+        ),
+      );
+      expect((error as { code?: unknown }).code).toBe("P2028");
+      expect(String((error as Error).message)).toMatch(/expired transaction/);
+      expect(isDatabaseUnavailable(error)).toBe(true);
+    } finally {
+      await catalog.close();
+      await cluster.destroy();
+    }
+  });
+
+  it("knows Prisma's words for an interactive transaction that is gone, except a commit's", () => {
+    const p2028 = (message: string) => Object.assign(new Error(message), { code: "P2028" });
+    const gone = [
+      "Invalid `this.db.job.updateMany()` invocation in\n/srv/strata/server/jobs/queue.ts:271:39\n\nTransaction already closed: A query cannot be executed on a transaction that was rolled back.",
+      "Transaction API error: Transaction already closed: A commit cannot be executed on an expired transaction.",
+      "Transaction API error: Transaction not found. Transaction ID is invalid, refers to an old closed transaction Prisma doesn't have information about anymore, or was obtained before disconnecting.",
+      "Transaction API error: A query cannot be executed on an expired transaction. The timeout for this transaction was 20000 ms, however 20114 ms passed since the start of the transaction.",
+    ];
+    expect(gone.map((m) => isDatabaseUnavailable(p2028(m)))).toEqual([true, true, true, true]);
+    // A statement sent after the transaction committed is a bug of its caller.
+    const afterCommit = "Transaction already closed: A query cannot be executed on a committed transaction.";
+    expect(isDatabaseUnavailable(p2028(afterCommit))).toBe(false);
+  });
+
   it("knows an SQLite catalog whose directory is gone", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "strata-gone-"));
     const catalog = openCatalog(`file:${path.join(dir, "catalog.db")}`);
@@ -181,6 +224,34 @@ describeEachDatabase("isDatabaseUnavailable: not outages", (catalog) => {
     ];
     expect(errors.map(isDatabaseUnavailable)).toEqual([false, false, false, false, false]);
     expect(asCatalogUnavailable(errors[0])).toBeNull();
+  });
+
+  it("leaves a statement sent on a transaction that committed alone (the caller's bug)", async () => {
+    let leaked: Prisma.TransactionClient | null = null;
+    await catalog().db.$transaction(async (tx) => {
+      leaked = tx;
+      await tx.agent.count();
+    });
+    const error = await thrown(() => leaked!.agent.count());
+    expect(String((error as Error).message)).toMatch(/committed transaction/);
+    expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+});
+
+describeEachDatabase("isDatabaseUnavailable: a transaction past its timeout", (catalog) => {
+  it("calls it unavailable: the same words as one the database stopped answering, and retrying is the answer", async () => {
+    const error = await thrown(() =>
+      catalog().db.$transaction(
+        async (tx) => {
+          await tx.agent.count();
+          await new Promise((resolve) => setTimeout(resolve, 600));
+          await tx.agent.count();
+        },
+        { timeout: 200 },
+      ),
+    );
+    expect((error as { code?: unknown }).code).toBe("P2028");
+    expect(isDatabaseUnavailable(error)).toBe(true);
   });
 });
 

@@ -81,6 +81,15 @@ const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300|SQLITE_(BUSY|LOCKED|CANTOP
 /** The words of the errors pg, the pool, Prisma's transaction manager and better-sqlite3 throw bare. */
 const UNAVAILABLE_TEXT =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode)|Can't reach database server|Server has closed the connection|Unable to start a transaction in the given time|Cannot open database because the directory does not exist|unable to open database file|database is locked/;
+/**
+ * Prisma's transaction manager (P2028) about an interactive transaction that is gone: rolled back
+ * under it, expired while the database did not answer, or no longer known after the connection
+ * went. Its cause cannot be told from the error (a transaction that simply ran too long reads the
+ * same); for a client the honest answer to all of them is the same: retry. A statement sent on a
+ * transaction that committed is the caller's bug, never an outage, and is left out.
+ */
+const TRANSACTION_GONE_TEXT =
+  /Transaction already closed(?!: A \w+ cannot be executed on a committed transaction)|Transaction not found|cannot be executed on an expired transaction/;
 
 interface OutageLikeError {
   name?: unknown;
@@ -99,14 +108,16 @@ function isOutage(e: OutageLikeError): boolean {
     if (UNAVAILABLE_ADAPTER_KINDS.has(String(adapter.kind))) return true;
     if (UNAVAILABLE_SQLSTATE.test(String(adapter.originalCode ?? adapter.code ?? ""))) return true;
   }
-  return typeof e.message === "string" && UNAVAILABLE_TEXT.test(e.message);
+  return typeof e.message === "string" && (UNAVAILABLE_TEXT.test(e.message) || TRANSACTION_GONE_TEXT.test(e.message));
 }
 
 /**
  * The catalog database cannot be reached or cannot take the work now (stopped, refusing or
  * dropping connections, the pool exhausted, SQLite busy past its timeout or its file gone), on
  * either provider, whether Prisma, its driver adapter, pg or better-sqlite3 threw it; the error's
- * causes are looked at too. A conflict that retrying the transaction fixes is not one.
+ * causes are looked at too. An interactive transaction that the outage closed (Prisma's
+ * "Transaction already closed", "Transaction not found", an expired transaction) is one too.
+ * A conflict that retrying the transaction fixes is not one.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   let current: unknown = error;

@@ -4,6 +4,7 @@
 // and the database enforces each state's shape (CHECK constraints); every move is a conditional
 // update from the state the mover saw.
 import { z } from "zod";
+import type { ErrorCode } from "./errors.ts";
 import { lineageKeySchema } from "./snapshot-keys.ts";
 
 export const JOB_KINDS = ["capture", "restore", "sweep", "gc"] as const;
@@ -56,13 +57,38 @@ export function retryDelayMs(
   return Math.round(ceiling / 2 + (ceiling / 2) * random());
 }
 
-/** Where a finished job landed, as a worker reports it. */
+/** Why an attempt failed, as a worker reports it: a StrataError's code, message and hint. */
 export interface JobFailure {
-  code: string;
+  code: ErrorCode;
   message: string;
+  hint?: string | null;
   /** False sends the job straight to `failed`, whatever attempts remain. */
   retryable: boolean;
 }
+
+/**
+ * A job's error as clients see it: a StrataError's shape (code checks `code`; `message` and
+ * `hint` are for people, never internal text). `code` is a string: a row may predate a code.
+ */
+export interface JobError {
+  code: string;
+  message: string;
+  hint: string | null;
+  retryable: boolean;
+}
+
+/** The cause one attempt ended with, at that time (the database's clock). */
+export interface JobAttemptError extends JobError {
+  attempt: number;
+  at: Date;
+}
+
+const jobErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  hint: z.string().nullable(),
+  retryable: z.boolean(),
+});
 
 /**
  * A job addressed to a host that no live worker serves (worker-hosts.ts): when a worker of it was
@@ -83,7 +109,10 @@ export interface JobView {
   data: unknown;
   progress: unknown;
   result: unknown;
-  error: { code: string; message: string } | null;
+  /** Why the job failed, or the cause of its last attempt while it waits to retry; null once completed. */
+  error: JobError | null;
+  /** The causes of its attempts that ended without completing, oldest first (the latest 20). */
+  attemptErrors: JobAttemptError[];
   attempts: number;
   maxAttempts: number;
   runAfter: Date;
@@ -105,7 +134,8 @@ export const jobViewSchema = z.object({
   data: z.unknown(),
   progress: z.unknown(),
   result: z.unknown(),
-  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  error: jobErrorSchema.nullable(),
+  attemptErrors: z.array(jobErrorSchema.extend({ attempt: z.number().int(), at: z.date() })),
   attempts: z.number().int(),
   maxAttempts: z.number().int(),
   runAfter: z.date(),

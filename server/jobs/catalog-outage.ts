@@ -3,6 +3,7 @@
 // have said: the one classifier of outages (server/db/errors.ts), and an UNAVAILABLE already typed.
 import { isDatabaseUnavailable } from "../db/errors.ts";
 import { isStrataError } from "../domain/errors.ts";
+import type { JobFailure } from "../domain/jobs.ts";
 
 /** Whether `error` says the catalog database could not be reached or take the work now. */
 export function isCatalogUnreachable(error: unknown): boolean {
@@ -13,5 +14,6 @@ export function isCatalogUnreachable(error: unknown): boolean {
 export const CATALOG_OUTAGE = {
   code: "UNAVAILABLE",
   message: "The catalog database was unreachable during the job.",
+  hint: "The job is retried while it has attempts left.",
   retryable: true,
-} as const;
+} as const satisfies JobFailure;

@@ -171,6 +171,11 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
     const amended = (await queue.get(db, first.id)) as JobView;
     expect(amended.error?.code).toBe("UNAVAILABLE");
     expect(amended.error?.message).toMatch(/unreachable during the job/);
+    // The history keeps both: the expiry, then the cause the holder recorded over it.
+    expect(amended.attemptErrors.map((e) => [e.attempt, e.code])).toEqual([
+      [1, "LEASE_EXPIRED"],
+      [1, "UNAVAILABLE"],
+    ]);
     // Repeating the report (its answer was lost) changes nothing.
     expect(await queue.fail(holder, { ...CATALOG_OUTAGE })).toBe("retry");
 
@@ -184,5 +189,10 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
     // Expiry of attempt 2 keeps attempt 1's cause in its message.
     expect(expired.error?.code).toBe("LEASE_EXPIRED");
     expect(expired.error?.message).toMatch(/attempt before ended with UNAVAILABLE/);
+    expect(expired.attemptErrors.map((e) => [e.attempt, e.code])).toEqual([
+      [1, "LEASE_EXPIRED"],
+      [1, "UNAVAILABLE"],
+      [2, "LEASE_EXPIRED"],
+    ]);
   });
 });

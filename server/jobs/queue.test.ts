@@ -87,7 +87,10 @@ describeEachDatabase("job queue", (catalog) => {
     expect(await queue.fail(claimed, { code: "TIMEOUT", message: "slow", retryable: true })).toBe("retry");
     let row = (await queue.get(catalog().db, job!.id))!;
     expect(row.state).toBe("retry");
-    expect(row.error).toEqual({ code: "TIMEOUT", message: "slow" });
+    expect(row.error).toEqual({ code: "TIMEOUT", message: "slow", hint: null, retryable: true });
+    expect(row.attemptErrors).toEqual([
+      { attempt: 1, at: expect.any(Date), code: "TIMEOUT", message: "slow", hint: null, retryable: true },
+    ]);
     // Not runnable before its backoff (first retry: 150–300 ms).
     expect(await queue.fetch({ host: h, workerId: "w" })).toBeNull();
     await sleep(350);
@@ -103,7 +106,12 @@ describeEachDatabase("job queue", (catalog) => {
     expect(claimed.attempt).toBe(3);
     expect(await queue.fail(claimed, { code: "TIMEOUT", message: "slow", retryable: true })).toBe("failed");
     row = (await queue.get(catalog().db, job!.id))!;
-    expect(row).toMatchObject({ state: "failed", attempts: 3 });
+    expect(row).toMatchObject({ state: "failed", attempts: 3, error: { code: "TIMEOUT" } });
+    expect(row.attemptErrors.map((e) => [e.attempt, e.code])).toEqual([
+      [1, "TIMEOUT"],
+      [2, "TIMEOUT"],
+      [3, "TIMEOUT"],
+    ]);
     expect(row.finishedAt).not.toBeNull();
     await sleep(450);
     expect(await queue.fetch({ host: h, workerId: "w" })).toBeNull();
@@ -131,7 +139,7 @@ describeEachDatabase("job queue", (catalog) => {
     expect((await queue.cancel(catalog().db, running!.id, { agentId: agent.scope.agentId }))?.state).toBe("cancelled");
     expect(await queue.heartbeat(claimed, { step: "late" })).toBe(false);
     expect(await queue.complete(claimed, { too: "late" })).toBe(false);
-    expect(await queue.fail(claimed, { code: "X", message: "", retryable: true })).toBe("lost");
+    expect(await queue.fail(claimed, { code: "TIMEOUT", message: "", retryable: true })).toBe("lost");
     const row = await queue.get(catalog().db, running!.id);
     expect(row).toMatchObject({ state: "cancelled", result: null, progress: null });
     // Cancelling a finished job changes nothing.
@@ -155,12 +163,16 @@ describeEachDatabase("job queue", (catalog) => {
     expect(await queue.complete(first, { from: "dead" })).toBe(false);
     expect(await queue.heartbeat(first)).toBe(false);
     expect(await queue.complete(second, { from: "alive" })).toBe(true);
-    expect(await queue.get(catalog().db, job!.id)).toMatchObject({
+    const done = (await queue.get(catalog().db, job!.id))!;
+    expect(done).toMatchObject({
       state: "completed",
       attempts: 2,
       claimedBy: "alive",
       result: { from: "alive" },
+      // The expired attempt is history, not the completed job's error.
+      error: null,
     });
+    expect(done.attemptErrors).toMatchObject([{ attempt: 1, code: "LEASE_EXPIRED", retryable: true }]);
   });
 
   it("fails a job whose last attempt's claim expired", async () => {

@@ -11,12 +11,17 @@
 //
 // A job that ends without doing its work (failed for good, cancelled, its last claim expired or
 // reclaimed) runs its kind's finalizer in the same transaction (job-finalizers.ts).
+//
+// A job's error, and the cause of each attempt that ended without completing (attempt_errors, its
+// history), are StrataError shapes with messages for people (job-errors.ts); a completed job has
+// no error.
 import { randomUUID } from "node:crypto";
 import { inTransaction, type Db } from "../db/client.ts";
 import { dialectOf, type Dialect } from "../db/dialect.ts";
 import { nextRunnableJobId } from "../db/statements/jobs.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
-import type { Prisma } from "../db/generated/postgres/client.ts";
+import { Prisma } from "../db/generated/postgres/client.ts";
+import type { ErrorCode } from "../domain/errors.ts";
 import {
   CANCELLABLE_STATES,
   CLAIMABLE_STATES,
@@ -24,6 +29,7 @@ import {
   JOB_KINDS,
   JOB_STATES,
   retryDelayMs,
+  type JobError,
   type JobFailure,
   type JobKind,
   type JobState,
@@ -31,6 +37,7 @@ import {
   type RetryPolicy,
 } from "../domain/jobs.ts";
 import { JOB_FINALIZERS, type JobEndCause, type JobFinalizers } from "./job-finalizers.ts";
+import { jobErrorOf, readAttemptErrors, readJobError, storedJobError, withAttemptError } from "./job-errors.ts";
 import { formatWorkerId, holderIsGone, parseWorkerId, workerIdPrefix, type WorkerIdentity } from "./worker-identity.ts";
 
 const jobRowSelect = {
@@ -44,6 +51,7 @@ const jobRowSelect = {
   memo: true,
   result: true,
   error: true,
+  attemptErrors: true,
   attempts: true,
   maxAttempts: true,
   backoffMs: true,
@@ -59,7 +67,6 @@ const jobRowSelect = {
 type JobRow = Prisma.JobGetPayload<{ select: typeof jobRowSelect }>;
 
 function toJobView(row: JobRow): JobView {
-  const error = row.error as { code?: unknown; message?: unknown } | null;
   return {
     id: row.id,
     kind: parseKind(row.kind),
@@ -69,7 +76,9 @@ function toJobView(row: JobRow): JobView {
     data: row.data,
     progress: row.progress,
     result: row.result,
-    error: error ? { code: String(error.code ?? "INTERNAL"), message: String(error.message ?? "") } : null,
+    // A completed job has no error, whatever an earlier attempt (or a row of an earlier release) left.
+    error: row.state === "completed" ? null : readJobError(row.error),
+    attemptErrors: readAttemptErrors(row.attemptErrors),
     attempts: row.attempts,
     maxAttempts: row.maxAttempts,
     runAfter: row.runAfter,
@@ -128,7 +137,7 @@ export interface ReclaimedJob {
 }
 
 /** The cause recorded for an attempt whose holder stopped renewing its claim. */
-const LEASE_EXPIRED = "LEASE_EXPIRED";
+const LEASE_EXPIRED: ErrorCode = "LEASE_EXPIRED";
 
 function addMs(date: Date, ms: number): Date {
   return new Date(date.getTime() + ms);
@@ -284,7 +293,15 @@ export class JobQueue {
       const now = await this.dialect.transactionNow(tx);
       const done = await tx.job.updateMany({
         where: this.fence(job),
-        data: { state: "completed", result, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
+        // The causes of earlier attempts stay in attempt_errors; the job itself has no error.
+        data: {
+          state: "completed",
+          result,
+          error: Prisma.DbNull,
+          leaseExpiresAt: null,
+          finishedAt: now,
+          updatedAt: now,
+        },
       });
       if (done.count === 1) return true;
       // A repeat after a lost answer (the connection dropped after the commit) finds its own completion.
@@ -326,7 +343,9 @@ export class JobQueue {
       const row = await tx.job.findFirst({ where: this.fence(job), select: jobRowSelect });
       if (!row) return this.lateFailure(tx, job, failure, now);
       const outcome = failure.retryable && row.attempts < row.maxAttempts ? "retry" : "failed";
-      const error = { code: failure.code, message: failure.message.slice(0, 2000) };
+      const ended = jobErrorOf(failure);
+      const error = storedJobError(ended);
+      const attemptErrors = withAttemptError(row.attemptErrors, row.attempts, now, ended);
       const moved = await tx.job.updateMany({
         where: this.fence(job),
         data:
@@ -334,14 +353,15 @@ export class JobQueue {
             ? {
                 state: "retry",
                 error,
+                attemptErrors,
                 leaseExpiresAt: null,
                 runAfter: addMs(now, retryDelayMs(row, row.attempts)),
                 updatedAt: now,
               }
-            : { state: "failed", error, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
+            : { state: "failed", error, attemptErrors, leaseExpiresAt: null, finishedAt: now, updatedAt: now },
       });
       if (moved.count !== 1) throw new RetryTransaction("job changed while failing it");
-      if (outcome === "failed") await this.finalize(tx, row, error);
+      if (outcome === "failed") await this.finalize(tx, row, ended);
       return outcome;
     });
   }
@@ -357,13 +377,18 @@ export class JobQueue {
     const outcome = row.state === "retry" ? "retry" : "failed";
     if (recorded.code === failure.code) return outcome;
     if (recorded.code !== LEASE_EXPIRED) return "lost";
-    const error = {
-      code: failure.code,
-      message: `${failure.message} (the claim's lease passed before the worker could record this)`.slice(0, 2000),
+    const safe = jobErrorOf(failure);
+    const ended = {
+      ...safe,
+      message: `${safe.message} (the claim's lease passed before the worker could record this)`.slice(0, 2000),
     };
     const amended = await tx.job.updateMany({
       where: { ...this.ended(job), state: row.state },
-      data: { error, updatedAt: now },
+      data: {
+        error: storedJobError(ended),
+        attemptErrors: withAttemptError(row.attemptErrors, job.attempt, now, ended),
+        updatedAt: now,
+      },
     });
     return amended.count === 1 ? outcome : "lost";
   }
@@ -403,7 +428,12 @@ export class JobQueue {
       });
       let moved = 0;
       for (const row of expired) {
-        const error = { code: LEASE_EXPIRED, message: expiryMessage(row.error) };
+        const error: JobError = {
+          code: LEASE_EXPIRED,
+          message: expiryMessage(row.error),
+          hint: null,
+          retryable: true,
+        };
         const done = await this.endAttempt(tx, row, error, now, { leaseExpiresAt: { lt: now } });
         if (done) moved += 1;
       }
@@ -475,9 +505,11 @@ export class JobQueue {
         });
         if (!row) continue;
         const holder = parseWorkerId(seen.claimedBy);
-        const error = {
+        const error: JobError = {
           code: "WORKER_DIED",
           message: `The worker process holding the job (pid ${holder?.pid ?? "?"} on ${self.host}) no longer runs; the job was handed back without waiting for its lease.`,
+          hint: null,
+          retryable: true,
         };
         const outcome = await this.endAttempt(tx, row, error, now, { claimedBy: seen.claimedBy });
         if (outcome)
@@ -501,19 +533,20 @@ export class JobQueue {
   private async endAttempt(
     tx: Db,
     row: JobRow,
-    error: JobEndCause,
+    error: JobError,
     now: Date,
     also: Prisma.JobWhereInput,
   ): Promise<"retry" | "failed" | null> {
     const last = row.attempts >= row.maxAttempts;
-    const recorded = { code: error.code, message: error.message };
+    const recorded = storedJobError(error);
+    const attemptErrors = withAttemptError(row.attemptErrors, row.attempts, now, error);
     const done = await tx.job.updateMany({
       where: { ...also, id: row.id, state: "active", attempts: row.attempts },
       data: last
-        ? { state: "failed", error: recorded, leaseExpiresAt: null, finishedAt: now, updatedAt: now }
+        ? { state: "failed", error: recorded, attemptErrors, leaseExpiresAt: null, finishedAt: now, updatedAt: now }
         : // Runnable at once, in its place in the queue (its runAfter passed already): the
           // holder died, not the job, so the job is not sent behind what was queued since.
-          { state: "retry", error: recorded, leaseExpiresAt: null, updatedAt: now },
+          { state: "retry", error: recorded, attemptErrors, leaseExpiresAt: null, updatedAt: now },
     });
     if (done.count !== 1) return null;
     if (last) await this.finalize(tx, row, error);
@@ -556,8 +589,9 @@ export class JobQueue {
  */
 function expiryMessage(previous: Prisma.JsonValue): string {
   const base = "The worker holding the job stopped renewing its claim.";
-  const e = previous as { code?: unknown; message?: unknown } | null;
-  if (!e || typeof e.code !== "string") return base;
-  if (e.code === LEASE_EXPIRED && typeof e.message === "string") return e.message;
-  return `${base} The attempt before ended with ${e.code}: ${String(e.message ?? "")}`.slice(0, 2000);
+  // Read as clients read it: a row of an earlier release may hold internal text.
+  const e = readJobError(previous);
+  if (!e) return base;
+  if (e.code === LEASE_EXPIRED) return e.message;
+  return `${base} The attempt before ended with ${e.code}: ${e.message}`.slice(0, 2000);
 }

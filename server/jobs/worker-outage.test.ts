@@ -105,9 +105,12 @@ describe("a job interrupted by a database outage (private PostgreSQL cluster)", 
 
     const job = (await queue.get(db, enqueued.id))!;
     expect(job).toMatchObject({ state: "completed", attempts: 2, result: { attempt: 2 } });
-    // Attempt 1's recorded cause, which a completed job keeps beside its result.
-    expect(job.error?.code).toBe("UNAVAILABLE");
-    expect(job.error?.message).toMatch(/catalog database was unreachable during the job/);
+    // Attempt 1's recorded cause is the job's history; the completed job itself has no error.
+    expect(job.error).toBeNull();
+    const cause = job.attemptErrors.find((e) => e.attempt === 1 && e.code !== "LEASE_EXPIRED");
+    expect(cause).toMatchObject({ code: "UNAVAILABLE", retryable: true });
+    expect(cause?.message).toMatch(/catalog database was unreachable during the job/);
+    expect(job.attemptErrors.at(-1)).toMatchObject({ attempt: 1, code: "UNAVAILABLE" });
 
     const failed = events.find((e) => e.type === "failed" && e.job.id === enqueued.id && e.job.attempt === 1);
     expect(failed).toMatchObject({

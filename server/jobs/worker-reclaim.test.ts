@@ -94,7 +94,9 @@ describeEachDatabase("a dead worker's jobs come back at once", (catalog) => {
     // Attempt 2 ran in the restarted worker, long before the ten-minute lease could have passed.
     expect(done.attempts).toBe(2);
     expect(parseWorkerId(done.claimedBy!)).toMatchObject({ host, pid: restarted.child.pid });
-    expect(done.error?.code).toBe("WORKER_DIED");
+    // The completed job has no error; the handed-back attempt is its history.
+    expect(done.error).toBeNull();
+    expect(done.attemptErrors).toMatchObject([{ attempt: 1, code: "WORKER_DIED", retryable: true }]);
     expect((done.result as { outcome: string }).outcome).toBe("appended");
     // The operator's log says which job came back and whose it was.
     const handedBack = restarted

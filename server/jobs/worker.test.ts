@@ -67,11 +67,18 @@ describeEachDatabase("worker loop", (catalog) => {
     await until("completion", async () => (await queue.get(catalog().db, job.id))?.state === "completed");
     await worker.stop();
     expect(seen).toEqual([1, 2, 3]);
-    expect(await queue.get(catalog().db, job.id)).toMatchObject({
+    const done = (await queue.get(catalog().db, job.id))!;
+    expect(done).toMatchObject({
       attempts: 3,
       result: { done: 3 },
       progress: { step: "working", attempt: 3 },
+      error: null,
     });
+    // The failed attempts are the job's history, not its error.
+    expect(done.attemptErrors).toMatchObject([
+      { attempt: 1, code: "TIMEOUT", message: "git took too long", hint: null, retryable: true },
+      { attempt: 2, code: "TIMEOUT", message: "git took too long", hint: null, retryable: true },
+    ]);
     expect(events.filter((e) => e.type === "failed").map((e) => e.type === "failed" && e.outcome)).toEqual([
       "retry",
       "retry",

@@ -8,10 +8,15 @@
 // cannot reach it is retried until the database answers — then recorded if this worker still
 // holds the claim, with UNAVAILABLE as the cause when the handler failed for want of the
 // database (queue.fail also lets it replace a LEASE_EXPIRED that expiry wrote meanwhile).
+//
+// What a failed attempt records is a StrataError's shape only (job-errors.ts): a handler's error
+// that is not a StrataError is recorded as INTERNAL with a generic sentence (or UNAVAILABLE when it
+// is an outage), and its own words go only to the worker's events, for the operator's log.
 import type { Prisma } from "../db/generated/postgres/client.ts";
 import { isStrataError } from "../domain/errors.ts";
 import type { JobFailure, JobKind } from "../domain/jobs.ts";
 import { CATALOG_OUTAGE, isCatalogUnreachable } from "./catalog-outage.ts";
+import { INTERNAL_JOB_MESSAGE } from "./job-errors.ts";
 import type { ClaimedJob, FailOutcome } from "./queue.ts";
 
 interface WorkerPort {
@@ -65,7 +70,10 @@ export type WorkerEvent =
       type: "failed";
       job: ClaimedJob;
       outcome: FailOutcome;
+      /** What the job records. */
       failure: JobFailure;
+      /** What the handler threw; an INTERNAL failure's facts carry its own words, for the log. */
+      error: unknown;
       durationMs: number;
       facts: JobAttemptFacts;
     }
@@ -102,11 +110,17 @@ class ClaimLost extends Error {
   }
 }
 
-/** What a thrown error means for the job: StrataErrors carry retryable; anything else is retried. */
+/**
+ * What a thrown error means for the job: a StrataError says it itself; an outage is UNAVAILABLE;
+ * anything else is INTERNAL, retried, and never recorded in its own words (a Prisma or Node
+ * message holds the server's internals: its files, its SQL, its database's address).
+ */
 function failureOf(error: unknown): JobFailure {
-  if (isStrataError(error)) return { code: error.code, message: error.message, retryable: error.retryable };
-  const e = error as Error | undefined;
-  return { code: "INTERNAL", message: e?.message ?? String(error), retryable: true };
+  if (isStrataError(error)) {
+    return { code: error.code, message: error.message, hint: error.hint ?? null, retryable: error.retryable };
+  }
+  if (isCatalogUnreachable(error)) return { ...CATALOG_OUTAGE };
+  return { code: "INTERNAL", message: INTERNAL_JOB_MESSAGE, hint: null, retryable: true };
 }
 
 function messageOf(error: unknown): string {
@@ -234,9 +248,7 @@ export function startWorker(opts: WorkerOptions): RunningWorker {
         }
         const failure: JobFailure = stopping.signal.aborted
           ? { code: "WORKER_STOPPED", message: "The worker stopped while running the job.", retryable: true }
-          : isCatalogUnreachable(error) && !isStrataError(error)
-            ? { ...CATALOG_OUTAGE }
-            : failureOf(error);
+          : failureOf(error);
         const outcome = await settle(() => opts.port.fail(job, failure));
         if (outcome === null) {
           emitLost("the worker stopped before the database answered again");
@@ -247,8 +259,13 @@ export function startWorker(opts: WorkerOptions): RunningWorker {
           job,
           outcome,
           failure,
+          error,
           durationMs: Date.now() - claimedAt,
-          facts: facts(outcome, failure),
+          // The log line says what the handler threw; the job says only `failure`.
+          facts: facts(outcome, {
+            code: failure.code,
+            message: failure.code === "INTERNAL" && !isStrataError(error) ? messageOf(error) : failure.message,
+          }),
         });
         return;
       }
