@@ -7,14 +7,17 @@
 // into new workspaces on the hosts, while the script injects the four faults:
 //   1. a worker killed with SIGKILL and started again at once,
 //   2. an app instance killed with SIGKILL (its calls fail over) and started again,
-//   3. PostgreSQL stopped for a few seconds and started again,
+//   3. PostgreSQL stopped for --outage-seconds (default 30) and started again,
 //   4. a worker paused (SIGSTOP) for --pause-seconds (default 120) and resumed.
 // Then it checks the invariants itself and prints them with the jobs' latency (enqueue to
 // finish): jobs lost 0, duplicated 0, ready-head violations 0, restores verified all, pending
-// restores 0, active pins of finished restores 0. Exit status 1 when one does not hold.
+// restores 0, active pins of finished restores 0. Exit status 1 when one does not hold. It also
+// prints how many lines at warn or above each worker wrote on stderr during the outage, per
+// minute of it (a worker logs the outage's start, one line a minute, not every failed try).
 //
 // Options: --captures N (default 130), --restores N (default 80), --pause-seconds N (120),
-// --lease-seconds N (20: the claim lease of the jobs), --keep (leave the work directory).
+// --outage-seconds N (30), --lease-seconds N (20: the claim lease of the jobs), --keep (leave
+// the work directory). A short run: --captures 30 --restores 20 --pause-seconds 20.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -32,6 +35,7 @@ const { values } = parseArgs({
     captures: { type: "string", default: "130" },
     restores: { type: "string", default: "80" },
     "pause-seconds": { type: "string", default: "120" },
+    "outage-seconds": { type: "string", default: "30" },
     "lease-seconds": { type: "string", default: "20" },
     keep: { type: "boolean", default: false },
   },
@@ -39,6 +43,7 @@ const { values } = parseArgs({
 const CAPTURES = Number(values.captures);
 const RESTORES = Number(values.restores);
 const PAUSE_SECONDS = Number(values["pause-seconds"]);
+const OUTAGE_SECONDS = Number(values["outage-seconds"]);
 const LEASE_SECONDS = Number(values["lease-seconds"]);
 const STRATA = fileURLToPath(new URL("../cli/strata.mjs", import.meta.url));
 const HOSTS = ["alpha", "beta", "gamma"] as const;
@@ -55,7 +60,27 @@ interface Proc {
   name: string;
   child: ChildProcess;
   log: string[];
+  /** Its stderr lines at warn or above (or that are not a JSON log line): when (ms), and their msg. */
+  loud: { at: number; msg: string }[];
   exited: Promise<number | null>;
+}
+
+const LOUD_LEVELS = new Set(["warn", "error", "fatal", 40, 50, 60]);
+
+/**
+ * The message of a stderr line at warn or above (its times and counts as #), else null; a line
+ * that is not JSON counts too (a worker writes only JSON).
+ */
+function loudMessage(line: string): string | null {
+  if (line.trim() === "") return null;
+  let parsed: { level?: string | number; msg?: string };
+  try {
+    parsed = JSON.parse(line) as typeof parsed;
+  } catch {
+    return "(not JSON)";
+  }
+  if (!LOUD_LEVELS.has(parsed.level ?? "")) return null;
+  return (parsed.msg ?? "").replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, "#").replace(/\d+/g, "#");
 }
 
 const processes = new Set<Proc>();
@@ -70,12 +95,23 @@ function startProcess(name: string, args: string[], env: Record<string, string>)
     log.push(chunk.toString());
     if (log.length > 400) log.splice(0, log.length - 400);
   };
+  const loud: Proc["loud"] = [];
+  let partial = "";
   child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
+  child.stderr!.on("data", (chunk: Buffer) => {
+    keep(chunk);
+    const lines = (partial + chunk.toString()).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const msg = loudMessage(line);
+      if (msg !== null) loud.push({ at: Date.now(), msg });
+    }
+  });
   const proc: Proc = {
     name,
     child,
     log,
+    loud,
     exited: new Promise((resolve) => child.on("exit", (code) => resolve(code))),
   };
   processes.add(proc);
@@ -301,6 +337,8 @@ async function main(): Promise<void> {
     const loadStarted = Date.now();
     // Set by the faults: how soon the SIGKILLed worker's job left its claim.
     const reclaim: { job: string; seconds: number }[] = [];
+    // Set by fault 3: when PostgreSQL was down, and the workers that ran meanwhile.
+    const outage = { from: 0, to: 0, workers: [] as Proc[] };
     const faults = (async () => {
       const at = (seconds: number) => sleep(Math.max(0, loadStarted + seconds * 1000 - Date.now()));
       await at(8);
@@ -343,10 +381,13 @@ async function main(): Promise<void> {
       await sleep(3_000);
       apps[0] = startApp(0);
       await at(35);
-      say(`${stamp()}  fault 3: PostgreSQL stopped for 5 s`);
+      say(`${stamp()}  fault 3: PostgreSQL stopped for ${OUTAGE_SECONDS} s`);
+      outage.workers = [...workers.values()];
+      outage.from = Date.now();
       await cluster!.stop();
-      await sleep(5_000);
+      await sleep(OUTAGE_SECONDS * 1_000);
       await cluster!.start();
+      outage.to = Date.now();
       say(`${stamp()}  PostgreSQL is back`);
       await at(50);
       const paused = workers.get("beta-0")!;
@@ -514,6 +555,20 @@ async function main(): Promise<void> {
         (retried.length > 0 ? ` (${[...causes].map(([c, n]) => `${c} ${n}`).join(", ")})` : ""),
     );
     if (!reclaim[0]) say("  the SIGKILLed worker held no job when it was killed");
+    if (outage.to > 0) {
+      // From the stop until 10 s after the start: the lines the outage itself caused.
+      const minutes = (outage.to - outage.from) / 60_000;
+      const during = (w: Proc) => w.loud.filter(({ at }) => at >= outage.from && at <= outage.to + 10_000);
+      const counts = outage.workers.map((w) => ({ name: w.name.replace(/^worker-/, ""), lines: during(w).length }));
+      const messages = new Map<string, number>();
+      for (const w of outage.workers) for (const { msg } of during(w)) messages.set(msg, (messages.get(msg) ?? 0) + 1);
+      const worst = Math.max(...counts.map((c) => c.lines)) / minutes;
+      say(
+        `  worker lines at warn or above during the ${((outage.to - outage.from) / 1000).toFixed(0)} s outage (and 10 s after): ` +
+          `${counts.map((c) => `${c.name} ${c.lines}`).join(", ")}; at most ${worst.toFixed(1)} per worker per minute of outage`,
+      );
+      say(`    those lines: ${[...messages].map(([msg, n]) => `${n} x "${msg}"`).join(", ") || "none"}`);
+    }
     say(`  client: ${api.calls} calls, ${api.retries} retries, ${api.failovers} failovers`);
     if (leftovers.length > 0) say(`  leftovers: ${leftovers.join(", ")}`);
     for (const f of failures.slice(0, 10)) say(`  failure: ${f}`);

@@ -463,3 +463,176 @@ describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
     });
   });
 });
+
+describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
+  it("a `strata worker` with a metrics port counts its job attempts by kind, outcome and host, behind the token", async () => {
+    const port = await freePort();
+    const host = uniqueName("metered");
+    const worker = startWorker(catalog().url, host, dataDir, {
+      STRATA_METRICS_TOKEN: METRICS_TOKEN,
+      STRATA_WORKER_METRICS_PORT: String(port),
+    });
+    try {
+      const started = await waitFor("the worker's start line", async () =>
+        worker
+          .stderr()
+          .split("\n")
+          .filter((l) => l.startsWith("{"))
+          .map((l) => JSON.parse(l) as Line)
+          .find((l) => l.msg === "worker started"),
+      );
+      expect(started.metrics).toBe(`http://127.0.0.1:${port}/metrics`);
+      // A maintenance job any worker may run: this one is the only worker of the catalog.
+      const job = await new JobQueue(catalog().db).enqueue(catalog().db, {
+        kind: "sweep",
+        host: null,
+        agentId: null,
+        data: {},
+      });
+      await waitFor("the sweep to complete", async () => {
+        const row = await catalog().db.job.findUniqueOrThrow({ where: { id: job!.id } });
+        expect(row.state, `${JSON.stringify(row.error)}\n${worker.stderr()}`).not.toBe("failed");
+        return row.state === "completed";
+      });
+
+      const url = `http://127.0.0.1:${port}/metrics`;
+      expect((await fetch(url)).status).toBe(401);
+      expect((await fetch(url, { headers: { authorization: "Bearer wrong-token-0123456789" } })).status).toBe(401);
+      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(404);
+      const scraped = await fetch(url, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      expect(scraped.status).toBe(200);
+      const text = await scraped.text();
+      expect(text).toContain(`strata_job_attempts_total{kind="sweep",outcome="completed",host="${host}"} 1`);
+      expect(text).toMatch(
+        new RegExp(`strata_job_attempt_duration_seconds_count\\{kind="sweep",outcome="completed",host="${host}"\\} 1`),
+      );
+      expect(text).toContain("# TYPE strata_job_lease_expiries_total counter");
+      expect(text).toContain("# TYPE strata_job_reclaims_total counter");
+      // The app's queue gauges are the app's: a worker has no catalog reader for them.
+      expect(text).not.toContain("strata_jobs_waiting");
+    } finally {
+      await stopGently(worker);
+    }
+  }, 60_000);
+
+  it("a worker without a metrics port serves nothing, and says so", async () => {
+    const worker = startWorker(catalog().url, uniqueName("unmetered"), dataDir, {
+      STRATA_METRICS_TOKEN: METRICS_TOKEN,
+    });
+    try {
+      const started = await waitFor("the worker's start line", async () =>
+        worker
+          .stderr()
+          .split("\n")
+          .filter((l) => l.startsWith("{"))
+          .map((l) => JSON.parse(l) as Line)
+          .find((l) => l.msg === "worker started"),
+      );
+      expect(started.metrics).toBe("none (no --metrics-port or STRATA_WORKER_METRICS_PORT)");
+    } finally {
+      await stopGently(worker);
+    }
+  }, 60_000);
+
+  it("routes better-auth's own lines through the JSON log", async () => {
+    const lines: string[] = [];
+    await configureLogging({
+      level: "info",
+      destination: new Writable({ write: (c: Buffer, _e, done) => done(void lines.push(c.toString())) }),
+    });
+    const auth = createAuth(catalog(), loadConfig({ STRATA_DATA_DIR: dataDir, STRATA_LOG_LEVEL: "info" }));
+    const answer = await auth.handler(
+      new Request("http://localhost:3000/api/auth/sign-in/email", {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: "http://localhost:3000" },
+        body: JSON.stringify({ email: "nobody@example.com", password: "not-the-password-1" }),
+      }),
+    );
+    expect(answer.status).toBe(401);
+    const parsed = lines.map((l) => JSON.parse(l) as Line);
+    expect(parsed).toContainEqual(expect.objectContaining({ level: "warn", component: "better-auth" }));
+  });
+
+  describe("the app's queue gauges", () => {
+    const scrape = async (metrics: Metrics) => {
+      const { createServer } = await import("node:http");
+      const server = createServer((req, res) => void answerMetrics(req, res, { metrics, token: METRICS_TOKEN }));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const { port } = server.address() as { port: number };
+        const response = await fetch(`http://127.0.0.1:${port}/metrics`, {
+          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+        });
+        return { status: response.status, text: await response.text() };
+      } finally {
+        server.close();
+      }
+    };
+
+    it("give the jobs waiting, running and the oldest waiting age by host and kind, read at scrape time", async () => {
+      const db = catalog().db;
+      const queue = new JobQueue(db);
+      const agent = await createAgent(db, { name: uniqueName("queued") });
+      const hostA = uniqueName("hosta");
+      const hostB = uniqueName("hostb");
+      const target = (host: string, kind: "capture" | "restore") =>
+        ({ kind, host, agentId: agent.agentId, data: {} }) as const;
+      const first = await queue.enqueue(db, target(hostA, "capture"));
+      await queue.enqueue(db, target(hostA, "capture"));
+      await queue.enqueue(db, target(hostA, "restore"));
+      await queue.enqueue(db, target(hostB, "restore"));
+      expect(await queue.fetch({ host: hostB, workerId: `${hostB}|1|||||` })).not.toBeNull();
+      await queue.enqueue(db, { kind: "gc", host: null, agentId: null, data: {} });
+      const now = first!.createdAt.getTime() + 90_000;
+
+      let reads = 0;
+      const metrics = startMetrics({
+        queueDepth: () => {
+          reads += 1;
+          return readQueueDepth(db);
+        },
+        now: () => now,
+      });
+      try {
+        const { status, text } = await scrape(metrics);
+        expect(status).toBe(200);
+        expect(reads).toBe(1);
+        expect(text).toContain(`strata_jobs_waiting{host="${hostA}",kind="capture"} 2`);
+        expect(text).toContain(`strata_jobs_waiting{host="${hostA}",kind="restore"} 1`);
+        expect(text).toContain(`strata_jobs_active{host="${hostA}",kind="capture"} 0`);
+        expect(text).toContain(`strata_jobs_waiting{host="${hostB}",kind="restore"} 0`);
+        expect(text).toContain(`strata_jobs_active{host="${hostB}",kind="restore"} 1`);
+        expect(text).toContain(`strata_jobs_waiting{host="",kind="gc"} 1`);
+        expect(text).toContain(`strata_job_oldest_waiting_seconds{host="${hostA}",kind="capture"} 90`);
+        expect(text).not.toMatch(new RegExp(`strata_job_oldest_waiting_seconds\\{host="${hostB}"`));
+        expect(text).toContain(`strata_metrics_scrape_errors_total{source="queue"} 0`);
+
+        // Read again at the next scrape: the claimed job is gone from the waiting count.
+        await queue.fetch({ host: hostA, workerId: `${hostA}|1|||||` });
+        const again = await scrape(metrics);
+        expect(reads).toBe(2);
+        expect(again.text).toContain(`strata_jobs_waiting{host="${hostA}",kind="capture"} 1`);
+        expect(again.text).toContain(`strata_jobs_active{host="${hostA}",kind="capture"} 1`);
+      } finally {
+        metrics.stop();
+      }
+    });
+
+    it("leave a scrape whole when the catalog cannot be read, and count the failure", async () => {
+      const metrics = startMetrics({
+        queueDepth: () => Promise.reject(Object.assign(new Error("Can't reach database server"), { code: "P1001" })),
+      });
+      try {
+        const { status, text } = await scrape(metrics);
+        expect(status).toBe(200);
+        expect(text).toContain("# TYPE strata_jobs_waiting gauge");
+        expect(text).not.toMatch(/^strata_jobs_waiting\{/m);
+        expect(text).toContain(`strata_metrics_scrape_errors_total{source="queue"} 1`);
+        expect(text).toContain("strata_process_cpu_seconds_total");
+        expect((await scrape(metrics)).text).toContain(`strata_metrics_scrape_errors_total{source="queue"} 2`);
+      } finally {
+        metrics.stop();
+      }
+    });
+  });
+});
