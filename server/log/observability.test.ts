@@ -19,9 +19,11 @@ import { describeEachDatabase } from "../testing/databases.ts";
 import { serveApp, type TestServer } from "../testing/http-server.ts";
 import { uniqueName } from "../testing/lineage.ts";
 import { initRepository, removeTemporaryDirectories, write } from "../testing/repos.ts";
+import { migrate } from "../db/migrate.ts";
 import { JobQueue } from "../jobs/queue.ts";
 import { readQueueDepth } from "../jobs/queue-depth.ts";
 import { freePort } from "../testing/ports.ts";
+import { startPrivatePostgres, type PrivatePostgres } from "../testing/private-postgres.ts";
 import { killWorkers, startWorker, stopGently, waitFor } from "../testing/worker-processes.ts";
 import { configureLogging } from "./logger.ts";
 import { answerMetrics, startMetrics, type Metrics } from "./metrics.ts";
@@ -380,160 +382,6 @@ describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
     }
   }, 60_000);
 
-  describe("the app's queue gauges", () => {
-    const scrape = async (metrics: Metrics) => {
-      const { createServer } = await import("node:http");
-      const server = createServer((req, res) => void answerMetrics(req, res, { metrics, token: METRICS_TOKEN }));
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-      try {
-        const { port } = server.address() as { port: number };
-        const response = await fetch(`http://127.0.0.1:${port}/metrics`, {
-          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
-        });
-        return { status: response.status, text: await response.text() };
-      } finally {
-        server.close();
-      }
-    };
-
-    it("give the jobs waiting, running and the oldest waiting age by host and kind, read at scrape time", async () => {
-      const db = catalog().db;
-      const queue = new JobQueue(db);
-      const agent = await createAgent(db, { name: uniqueName("queued") });
-      const hostA = uniqueName("hosta");
-      const hostB = uniqueName("hostb");
-      const target = (host: string, kind: "capture" | "restore") =>
-        ({ kind, host, agentId: agent.agentId, data: {} }) as const;
-      const first = await queue.enqueue(db, target(hostA, "capture"));
-      await queue.enqueue(db, target(hostA, "capture"));
-      await queue.enqueue(db, target(hostA, "restore"));
-      await queue.enqueue(db, target(hostB, "restore"));
-      expect(await queue.fetch({ host: hostB, workerId: `${hostB}|1|||||` })).not.toBeNull();
-      await queue.enqueue(db, { kind: "gc", host: null, agentId: null, data: {} });
-      const now = first!.createdAt.getTime() + 90_000;
-
-      let reads = 0;
-      const metrics = startMetrics({
-        queueDepth: () => {
-          reads += 1;
-          return readQueueDepth(db);
-        },
-        now: () => now,
-      });
-      try {
-        const { status, text } = await scrape(metrics);
-        expect(status).toBe(200);
-        expect(reads).toBe(1);
-        expect(text).toContain(`strata_jobs_waiting{host="${hostA}",kind="capture"} 2`);
-        expect(text).toContain(`strata_jobs_waiting{host="${hostA}",kind="restore"} 1`);
-        expect(text).toContain(`strata_jobs_active{host="${hostA}",kind="capture"} 0`);
-        expect(text).toContain(`strata_jobs_waiting{host="${hostB}",kind="restore"} 0`);
-        expect(text).toContain(`strata_jobs_active{host="${hostB}",kind="restore"} 1`);
-        expect(text).toContain(`strata_jobs_waiting{host="",kind="gc"} 1`);
-        expect(text).toContain(`strata_job_oldest_waiting_seconds{host="${hostA}",kind="capture"} 90`);
-        expect(text).not.toMatch(new RegExp(`strata_job_oldest_waiting_seconds\\{host="${hostB}"`));
-        expect(text).toContain(`strata_metrics_scrape_errors_total{source="queue"} 0`);
-
-        // Read again at the next scrape: the claimed job is gone from the waiting count.
-        await queue.fetch({ host: hostA, workerId: `${hostA}|1|||||` });
-        const again = await scrape(metrics);
-        expect(reads).toBe(2);
-        expect(again.text).toContain(`strata_jobs_waiting{host="${hostA}",kind="capture"} 1`);
-        expect(again.text).toContain(`strata_jobs_active{host="${hostA}",kind="capture"} 1`);
-      } finally {
-        metrics.stop();
-      }
-    });
-
-    it("leave a scrape whole when the catalog cannot be read, and count the failure", async () => {
-      const metrics = startMetrics({
-        queueDepth: () => Promise.reject(Object.assign(new Error("Can't reach database server"), { code: "P1001" })),
-      });
-      try {
-        const { status, text } = await scrape(metrics);
-        expect(status).toBe(200);
-        expect(text).toContain("# TYPE strata_jobs_waiting gauge");
-        expect(text).not.toMatch(/^strata_jobs_waiting\{/m);
-        expect(text).toContain(`strata_metrics_scrape_errors_total{source="queue"} 1`);
-        expect(text).toContain("strata_process_cpu_seconds_total");
-        expect((await scrape(metrics)).text).toContain(`strata_metrics_scrape_errors_total{source="queue"} 2`);
-      } finally {
-        metrics.stop();
-      }
-    });
-  });
-});
-
-describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
-  it("a `strata worker` with a metrics port counts its job attempts by kind, outcome and host, behind the token", async () => {
-    const port = await freePort();
-    const host = uniqueName("metered");
-    const worker = startWorker(catalog().url, host, dataDir, {
-      STRATA_METRICS_TOKEN: METRICS_TOKEN,
-      STRATA_WORKER_METRICS_PORT: String(port),
-    });
-    try {
-      const started = await waitFor("the worker's start line", async () =>
-        worker
-          .stderr()
-          .split("\n")
-          .filter((l) => l.startsWith("{"))
-          .map((l) => JSON.parse(l) as Line)
-          .find((l) => l.msg === "worker started"),
-      );
-      expect(started.metrics).toBe(`http://127.0.0.1:${port}/metrics`);
-      // A maintenance job any worker may run: this one is the only worker of the catalog.
-      const job = await new JobQueue(catalog().db).enqueue(catalog().db, {
-        kind: "sweep",
-        host: null,
-        agentId: null,
-        data: {},
-      });
-      await waitFor("the sweep to complete", async () => {
-        const row = await catalog().db.job.findUniqueOrThrow({ where: { id: job!.id } });
-        expect(row.state, `${JSON.stringify(row.error)}\n${worker.stderr()}`).not.toBe("failed");
-        return row.state === "completed";
-      });
-
-      const url = `http://127.0.0.1:${port}/metrics`;
-      expect((await fetch(url)).status).toBe(401);
-      expect((await fetch(url, { headers: { authorization: "Bearer wrong-token-0123456789" } })).status).toBe(401);
-      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(404);
-      const scraped = await fetch(url, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-      expect(scraped.status).toBe(200);
-      const text = await scraped.text();
-      expect(text).toContain(`strata_job_attempts_total{kind="sweep",outcome="completed",host="${host}"} 1`);
-      expect(text).toMatch(
-        new RegExp(`strata_job_attempt_duration_seconds_count\\{kind="sweep",outcome="completed",host="${host}"\\} 1`),
-      );
-      expect(text).toContain("# TYPE strata_job_lease_expiries_total counter");
-      expect(text).toContain("# TYPE strata_job_reclaims_total counter");
-      // The app's queue gauges are the app's: a worker has no catalog reader for them.
-      expect(text).not.toContain("strata_jobs_waiting");
-    } finally {
-      await stopGently(worker);
-    }
-  }, 60_000);
-
-  it("a worker without a metrics port serves nothing, and says so", async () => {
-    const worker = startWorker(catalog().url, uniqueName("unmetered"), dataDir, {
-      STRATA_METRICS_TOKEN: METRICS_TOKEN,
-    });
-    try {
-      const started = await waitFor("the worker's start line", async () =>
-        worker
-          .stderr()
-          .split("\n")
-          .filter((l) => l.startsWith("{"))
-          .map((l) => JSON.parse(l) as Line)
-          .find((l) => l.msg === "worker started"),
-      );
-      expect(started.metrics).toBe("none (no --metrics-port or STRATA_WORKER_METRICS_PORT)");
-    } finally {
-      await stopGently(worker);
-    }
-  }, 60_000);
-
   it("routes better-auth's own lines through the JSON log", async () => {
     const lines: string[] = [];
     await configureLogging({
@@ -635,4 +483,50 @@ describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
       }
     });
   });
+});
+
+describe("a `strata worker`'s log during a PostgreSQL outage", () => {
+  let cluster: PrivatePostgres | null = null;
+  afterAll(async () => {
+    await cluster?.destroy();
+  });
+
+  it("says once that the catalog is unreachable, with its code only, and once that it is back", async () => {
+    cluster = await startPrivatePostgres();
+    await migrate(cluster.url);
+    const worker = startWorker(cluster.url, uniqueName("outage"), dataDir, { STRATA_LOG_LEVEL: "info" });
+    const lines = () =>
+      worker
+        .stderr()
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as Line);
+    try {
+      await waitFor("the worker's start line", async () => lines().some((l) => l.msg === "worker started"));
+      const down = Date.now();
+      await cluster.stop();
+      // Its loop polls every 50 ms and its hand-back timer runs every second: dozens of failed tries.
+      await new Promise((r) => setTimeout(r, 4_000));
+      await cluster.start();
+      await waitFor("the worker to see the catalog again", async () =>
+        lines().some((l) => String(l.msg).startsWith("catalog reachable again")),
+      );
+      const during = lines().filter((l) => Date.parse(String(l.time)) >= down);
+      const unreachable = during.filter((l) => String(l.msg).startsWith("catalog unreachable since"));
+      expect(unreachable).toHaveLength(1);
+      expect(unreachable[0]).toMatchObject({ level: "warn", code: expect.stringMatching(/^[A-Z0-9_]+$/) });
+      expect(unreachable[0]!.failedTries).toBe(1);
+      const back = during.filter((l) => String(l.msg).startsWith("catalog reachable again"));
+      expect(back).toEqual([expect.objectContaining({ level: "info", failedTries: expect.any(Number) })]);
+      expect(back[0]!.failedTries as number).toBeGreaterThan(1);
+      // Nothing else at warn or above but the pool's notes of the connections it lost (one each).
+      const loud = during.filter((l) => l.level === "warn" || l.level === "error");
+      expect(
+        loud.filter((l) => l !== unreachable[0] && !/lost an idle PostgreSQL connection/.test(String(l.msg))),
+      ).toEqual([]);
+      expect(worker.stderr()).not.toContain("Invalid `");
+    } finally {
+      await stopGently(worker);
+    }
+  }, 90_000);
 });
