@@ -3,6 +3,7 @@ import type { Config } from "../../server/config/config.ts";
 import type { WorkerEvent } from "../../server/jobs/worker.ts";
 import type { ReclaimedJob } from "../../server/jobs/queue.ts";
 import { configureLogging, errorFields, logger, scrubText } from "../../server/log/logger.ts";
+import { routeConsoleToLog } from "../../server/log/console-log.ts";
 import { measure } from "../../server/log/measures.ts";
 import { OutageLog, type OutageLine } from "../../server/jobs/outage-log.ts";
 import { openMigratedCatalog } from "../catalog.ts";
@@ -150,6 +151,8 @@ export function registerWorker(program: Command): void {
       ]);
       const config = loadConfig();
       await configureLogging({ level: config.logLevel });
+      // Libraries writing with console.* (Prisma's warnings) log JSON lines like the worker's own.
+      routeConsoleToLog("console");
       const host = hostNameSchema.safeParse(opts.host ?? config.host);
       if (!host.success) throw new CliError(`--host: ${host.error.issues[0]?.message ?? "invalid"}`, EXIT.USAGE);
       const pollMs = Number(opts.pollMs);
