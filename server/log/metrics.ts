@@ -38,6 +38,8 @@ export interface MetricsOptions {
   queueDepth?: () => Promise<QueueDepth[]>;
   /** The clock the oldest waiting job's age is measured on (tests). */
   now?: () => number;
+  /** How long a scrape waits for the queue's read before it answers without it (default 3 s). */
+  queueTimeoutMs?: number;
 }
 
 /** Creates this process's metrics and makes every measure count in them. */
@@ -109,7 +111,12 @@ export function startMetrics(opts: MetricsOptions = {}): Metrics {
     buckets: LONG_SECONDS,
     registers: [registry],
   });
-  if (opts.queueDepth) registerQueueGauges(registry, opts.queueDepth, opts.now ?? Date.now);
+  if (opts.queueDepth) {
+    registerQueueGauges(registry, opts.queueDepth, {
+      now: opts.now ?? Date.now,
+      timeoutMs: opts.queueTimeoutMs ?? 3_000,
+    });
+  }
   collectDefaultMetrics({ register: registry, prefix: "strata_" });
   setMeasureSink((m) => {
     switch (m.type) {
@@ -141,15 +148,27 @@ export function startMetrics(opts: MetricsOptions = {}): Metrics {
 
 /**
  * The queue's depth as gauges filled at scrape time from one catalog read, shared by the three
- * gauges of one scrape. A read that fails (the catalog is down) leaves them without samples and
- * counts a scrape error, and the rest of the scrape is answered as usual.
+ * gauges of one scrape. A read that fails or takes longer than `timeoutMs` (the catalog is down
+ * or cut off) leaves them without samples and counts a scrape error, and the rest of the scrape
+ * is answered as usual, well within a scraper's timeout.
  */
-function registerQueueGauges(registry: Registry, read: () => Promise<QueueDepth[]>, now: () => number): void {
+function registerQueueGauges(
+  registry: Registry,
+  read: () => Promise<QueueDepth[]>,
+  { now, timeoutMs }: { now: () => number; timeoutMs: number },
+): void {
   // prom-client collects every metric of a scrape at once: the first to collect starts the read,
   // the others wait for the same one (the error counter too, so a failed scrape counts itself).
   let reading: Promise<QueueDepth[] | null> | null = null;
+  const readInTime = () => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("the queue's read timed out")), timeoutMs);
+    });
+    return Promise.race([read(), late]).finally(() => clearTimeout(timer));
+  };
   const readOnce = () =>
-    (reading ??= read()
+    (reading ??= readInTime()
       .catch(() => {
         scrapeErrors.inc({ source: "queue" });
         return null;

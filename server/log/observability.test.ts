@@ -482,6 +482,21 @@ describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
         metrics.stop();
       }
     });
+
+    it("answer a scrape without them when the catalog does not answer in time", async () => {
+      // A catalog cut off by the network: the read never settles.
+      const metrics = startMetrics({ queueDepth: () => new Promise(() => undefined), queueTimeoutMs: 200 });
+      try {
+        const started = Date.now();
+        const { status, text } = await scrape(metrics);
+        expect(status).toBe(200);
+        expect(Date.now() - started).toBeLessThan(2_000);
+        expect(text).not.toMatch(/^strata_jobs_active\{/m);
+        expect(text).toContain(`strata_metrics_scrape_errors_total{source="queue"} 1`);
+      } finally {
+        metrics.stop();
+      }
+    });
   });
 });
 
