@@ -243,7 +243,8 @@ async function main(): Promise<void> {
     // read and the directory the restores write into.
     const hosts = HOSTS.map((name) => {
       const dir = join(work, name);
-      const repo = join(dir, "repo");
+      // The agent's own folder of the host's agent root: a worker captures only what the job's agent owns.
+      const repo = join(dir, "agents", "soak", "repo");
       const origin = join(dir, "origin.git");
       mkdirSync(join(dir, "workspaces"), { recursive: true });
       mkdirSync(repo, { recursive: true });
@@ -294,6 +295,8 @@ async function main(): Promise<void> {
       startProcess(`worker-${host.name}-${n}`, ["worker", "--host", host.name, "--poll-ms", "200"], {
         ...env,
         STRATA_DATA_DIR: host.data,
+        STRATA_WORKER_ROOTS: join(host.dir, "workspaces"),
+        STRATA_WORKER_AGENT_ROOTS: join(host.dir, "agents"),
       });
     const workers = new Map<string, Proc>();
     for (const host of hosts)

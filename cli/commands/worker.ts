@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { Config } from "../../server/config/config.ts";
 import type { WorkerEvent } from "../../server/jobs/worker.ts";
@@ -18,6 +19,8 @@ export function workerSettings(config: Config) {
     schedule: { sweepIntervalSeconds: config.sweepIntervalSeconds, gcIntervalSeconds: config.gcIntervalSeconds },
     retry: { leaseSeconds: config.jobLeaseSeconds },
     noWorkerSeconds: config.noWorkerSeconds,
+    roots: config.workerRoots,
+    agentRoots: config.workerAgentRoots,
     onEvent: (event: WorkerEvent) => logWorkerEvent(event, outage),
     onCatalogAnswer: () => logOutageLine(outage.answered()),
     onReclaim: logReclaimed,
@@ -100,6 +103,11 @@ function pauseSeam(): ((point: string) => void) | undefined {
   };
 }
 
+/** Collects a repeatable path option, absolute. */
+function collectPaths(value: string, previous: string[]): string[] {
+  return [...previous, resolve(value)];
+}
+
 /**
  * GET /metrics of a `strata worker`: its job attempts, lease expiries and hand-backs, on its own
  * port at STRATA_BIND, behind STRATA_METRICS_TOKEN as the app's. Without a port or a token it
@@ -143,54 +151,74 @@ export function registerWorker(program: Command): void {
       "--metrics-port <port>",
       "serve GET /metrics on this port at STRATA_BIND, behind STRATA_METRICS_TOKEN (default: STRATA_WORKER_METRICS_PORT, else none)",
     )
-    .action(async (opts: { host?: string; pollMs: string; metricsPort?: string }) => {
-      const [{ describeDatabase, loadConfig }, { hostNameSchema }, { startWorkerProcess }] = await Promise.all([
-        import("../../server/config/config.ts"),
-        import("../../server/domain/jobs.ts"),
-        import("../../server/jobs/worker-process.ts"),
-      ]);
-      const config = loadConfig();
-      await configureLogging({ level: config.logLevel });
-      // Libraries writing with console.* (Prisma's warnings) log JSON lines like the worker's own.
-      routeConsoleToLog("console");
-      const host = hostNameSchema.safeParse(opts.host ?? config.host);
-      if (!host.success) throw new CliError(`--host: ${host.error.issues[0]?.message ?? "invalid"}`, EXIT.USAGE);
-      const pollMs = Number(opts.pollMs);
-      if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError("--poll-ms must be an integer ≥ 10", EXIT.USAGE);
-      const metricsPort = opts.metricsPort === undefined ? config.workerMetricsPort : Number(opts.metricsPort);
-      if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort >= 1 && metricsPort <= 65535)) {
-        throw new CliError("--metrics-port must be a port number (1–65535)", EXIT.USAGE);
-      }
-      const metrics = await workerMetrics(config, metricsPort);
+    .option(
+      "--root <dir>",
+      "a directory jobs may capture from and restore into (repeatable; default: STRATA_WORKER_ROOTS, else the data directory's worktrees/ and restored/)",
+      collectPaths,
+      [],
+    )
+    .option(
+      "--agent-root <dir>",
+      "a directory in which each agent owns the folder named after it (repeatable; default: STRATA_WORKER_AGENT_ROOTS)",
+      collectPaths,
+      [],
+    )
+    .action(
+      async (opts: { host?: string; pollMs: string; metricsPort?: string; root: string[]; agentRoot: string[] }) => {
+        const [{ describeDatabase, loadConfig }, { hostNameSchema }, { startWorkerProcess }] = await Promise.all([
+          import("../../server/config/config.ts"),
+          import("../../server/domain/jobs.ts"),
+          import("../../server/jobs/worker-process.ts"),
+        ]);
+        const config = loadConfig();
+        await configureLogging({ level: config.logLevel });
+        // Libraries writing with console.* (Prisma's warnings) log JSON lines like the worker's own.
+        routeConsoleToLog("console");
+        const host = hostNameSchema.safeParse(opts.host ?? config.host);
+        if (!host.success) throw new CliError(`--host: ${host.error.issues[0]?.message ?? "invalid"}`, EXIT.USAGE);
+        const pollMs = Number(opts.pollMs);
+        if (!Number.isInteger(pollMs) || pollMs < 10)
+          throw new CliError("--poll-ms must be an integer ≥ 10", EXIT.USAGE);
+        const metricsPort = opts.metricsPort === undefined ? config.workerMetricsPort : Number(opts.metricsPort);
+        if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort >= 1 && metricsPort <= 65535)) {
+          throw new CliError("--metrics-port must be a port number (1–65535)", EXIT.USAGE);
+        }
+        const metrics = await workerMetrics(config, metricsPort);
 
-      const { catalog } = await openMigratedCatalog(config.databaseUrl, { poolSize: 4 });
-      const checkpoint = pauseSeam();
-      const worker = await startWorkerProcess({
-        catalog,
-        ...workerSettings(config),
-        host: host.data,
-        pollIntervalMs: pollMs,
-        housekeepingMs: Math.min(5_000, config.jobLeaseSeconds * 500),
-        ...(checkpoint ? { checkpoint } : {}),
-      });
-      await metrics.listen().catch(async (error: unknown) => {
-        await worker.stop();
-        await catalog.close();
-        throw error;
-      });
-      logger().info(
-        {
-          workerId: worker.workerId,
+        const { catalog } = await openMigratedCatalog(config.databaseUrl, { poolSize: 4 });
+        const checkpoint = pauseSeam();
+        const worker = await startWorkerProcess({
+          catalog,
+          ...workerSettings(config),
+          ...(opts.root.length > 0 || opts.agentRoot.length > 0
+            ? { roots: opts.root, agentRoots: opts.agentRoot }
+            : {}),
           host: host.data,
-          database: describeDatabase(config.databaseUrl),
-          metrics: metrics.where,
-        },
-        "worker started",
-      );
-      const stop = () => void worker.stop();
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
-      await worker.done;
-      await Promise.all([catalog.close(), metrics.close()]);
-    });
+          pollIntervalMs: pollMs,
+          housekeepingMs: Math.min(5_000, config.jobLeaseSeconds * 500),
+          ...(checkpoint ? { checkpoint } : {}),
+        });
+        await metrics.listen().catch(async (error: unknown) => {
+          await worker.stop();
+          await catalog.close();
+          throw error;
+        });
+        logger().info(
+          {
+            workerId: worker.workerId,
+            host: host.data,
+            database: describeDatabase(config.databaseUrl),
+            metrics: metrics.where,
+            roots: worker.roots.roots,
+            agentRoots: worker.roots.agentRoots,
+          },
+          "worker started",
+        );
+        const stop = () => void worker.stop();
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+        await worker.done;
+        await Promise.all([catalog.close(), metrics.close()]);
+      },
+    );
 }

@@ -18,6 +18,7 @@ import { CATALOG_OUTAGE } from "./catalog-outage.ts";
 import { JobQueue } from "./queue.ts";
 import { startWorkerProcess } from "./worker-process.ts";
 import { waitFor } from "../testing/worker-processes.ts";
+import { testHostRoots, type TestHostRoots } from "../testing/host-roots.ts";
 
 afterAll(removeTemporaryDirectories);
 
@@ -28,8 +29,10 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
   let queue: JobQueue;
   let dataDir: string;
   let repo: string;
+  let roots: TestHostRoots;
 
   beforeAll(async () => {
+    roots = testHostRoots();
     const db = catalog().db;
     queue = new JobQueue(db);
     agent = await makeAgent(db, "ends");
@@ -72,7 +75,7 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
   it("a restore job that fails without retry (UNSAFE_TARGET) reports its restore failed and releases its pin", async () => {
     const db = catalog().db;
     const host = uniqueName("unsafe");
-    const into = join(temporaryDirectory("strata-unsafe-"), "workspace");
+    const into = join(roots.root, uniqueName("unsafe"));
     // Someone else's files are already there: the restore must not write into them.
     mkdirSync(into);
     writeFileSync(join(into, "theirs.txt"), "not ours\n");
@@ -85,6 +88,7 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
       catalog: catalog(),
       host,
       dataDir,
+      ...roots.options,
       schedule: { sweepIntervalSeconds: 0, gcIntervalSeconds: 0 },
       pollIntervalMs: 20,
     });

@@ -19,6 +19,7 @@ import { describeEachDatabase } from "../testing/databases.ts";
 import { serveApp, type TestServer } from "../testing/http-server.ts";
 import { uniqueName } from "../testing/lineage.ts";
 import { initRepository, removeTemporaryDirectories, write } from "../testing/repos.ts";
+import { testHostRoots } from "../testing/host-roots.ts";
 import { migrate } from "../db/migrate.ts";
 import { JobQueue } from "../jobs/queue.ts";
 import { readQueueDepth } from "../jobs/queue-depth.ts";
@@ -43,6 +44,8 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
   let metrics: Metrics;
   let server: TestServer;
   let token: string;
+  let agentName: string;
+  const roots = testHostRoots();
   let password: string;
   const envSecret = `ENV-SECRET-${randomBytes(9).toString("hex")}`;
   const blobSecret = `BLOB-CONTENT-${randomBytes(9).toString("hex")}`;
@@ -74,6 +77,7 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
         STRATA_DATA_DIR: dataDir,
         STRATA_SWEEP_INTERVAL_SECONDS: "0",
         STRATA_GC_INTERVAL_SECONDS: "0",
+        ...roots.env,
       },
     });
     worker.stderr!.on("data", (c: Buffer) => (workerLog += c.toString()));
@@ -84,7 +88,8 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
       STRATA_DATA_DIR: dataDir,
       STRATA_LOG_LEVEL: "warn",
     });
-    token = (await createAgent(catalog().db, { name: uniqueName("logged") })).token;
+    agentName = uniqueName("logged");
+    token = (await createAgent(catalog().db, { name: agentName })).token;
     password = `pw-${randomBytes(12).toString("hex")}`;
     await createUser(catalog().db, { email: `admin-${kind}@example.com`, role: "admin", password });
     const auth = createAuth(
@@ -120,7 +125,7 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
 
   it("logs every request and job attempt as JSON with its fields, and no secret anywhere", async () => {
     const bearer = { authorization: `Bearer ${token}` };
-    const checkout = initRepository({ "README.md": "# logged\n" });
+    const checkout = roots.give(agentName, initRepository({ "README.md": "# logged\n" }));
     write(checkout, ".env", `API_KEY=${envSecret}\n`);
     write(checkout, "src/work.txt", "work in progress\n");
     const key = {
