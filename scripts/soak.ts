@@ -468,11 +468,11 @@ async function main(): Promise<void> {
         kind: string;
         state: string;
         attempts: number;
-        error: { code?: string } | null;
+        attempt_errors: { code?: string }[] | null;
         created_at: Date;
         started_at: Date | null;
         finished_at: Date | null;
-      }>("SELECT id, kind, state, attempts, error, created_at, started_at, finished_at FROM jobs")
+      }>("SELECT id, kind, state, attempts, attempt_errors, created_at, started_at, finished_at FROM jobs")
     ).rows;
     const byId = new Map(jobRows.map((j) => [j.id, j]));
     const expectedJobs = [
@@ -523,7 +523,13 @@ async function main(): Promise<void> {
       .sort((a, b) => a - b);
     const retried = jobRows.filter((j) => j.attempts > 1);
     const causes = new Map<string, number>();
-    for (const j of retried) causes.set(j.error?.code ?? "none", (causes.get(j.error?.code ?? "none") ?? 0) + 1);
+    // Each earlier attempt's cause (a completed job keeps them in attempt_errors, not in error).
+    for (const j of retried) {
+      for (const cause of j.attempt_errors ?? [{ code: "none" }]) {
+        const code = cause.code ?? "none";
+        causes.set(code, (causes.get(code) ?? 0) + 1);
+      }
+    }
     const leftovers = readdirSync(work).filter((n) => n.startsWith(".strata-restore"));
 
     const lines: [string, string, boolean][] = [
