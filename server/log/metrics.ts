@@ -25,7 +25,7 @@ export interface Metrics {
 }
 
 /** One host and kind's open jobs (server/jobs/queue-depth.ts reads them; host null: maintenance). */
-export interface QueueDepth {
+interface QueueDepth {
   host: string | null;
   kind: string;
   waiting: number;

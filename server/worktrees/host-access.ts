@@ -71,7 +71,7 @@ function overlaps(a: string, b: string): boolean {
  * `path` made absolute with `..` applied and every symbolic link of its existing part resolved:
  * the real path of its deepest existing ancestor, and the parts below it as given.
  */
-export async function resolveHostPath(path: string): Promise<string> {
+async function resolveHostPath(path: string): Promise<string> {
   let existing = resolve(path);
   const rest: string[] = [];
   for (;;) {
