@@ -3,6 +3,7 @@
 // or by a command that does not use the database).
 import type { Catalog, CatalogHandle } from "../server/db/client.ts";
 import type { MigrateResult } from "../server/db/migrate.ts";
+import { markStart } from "../server/log/start-phases.ts";
 import { CliError, EXIT } from "./output.ts";
 
 function databaseName(databaseUrl: string): string {
@@ -28,6 +29,20 @@ export async function runMigrate(databaseUrl: string): Promise<MigrateResult> {
 }
 
 /**
+ * Checks that the open catalog `db` at `databaseUrl` is migrated: one query on its connection
+ * when it is (which also readies the client for the queries that follow), else a migration.
+ */
+export async function checkMigrated(databaseUrl: string, db: Catalog): Promise<MigrateResult> {
+  const [{ ensureMigrated }, { newestAppliedMigration }] = await Promise.all([
+    import("../server/db/migrate.ts"),
+    import("../server/db/health.ts"),
+  ]);
+  const migrated = await migrating(databaseUrl, () => ensureMigrated(databaseUrl, () => newestAppliedMigration(db)));
+  markStart("migrations-checked");
+  return migrated;
+}
+
+/**
  * Opens the catalog at `databaseUrl` and checks that it is migrated (one query; it migrates when
  * it is not). The caller closes it.
  */
@@ -35,16 +50,11 @@ export async function openMigratedCatalog(
   databaseUrl: string,
   options: { poolSize: number },
 ): Promise<{ catalog: CatalogHandle; migrated: MigrateResult }> {
-  const [{ openCatalog }, { ensureMigrated }, { newestAppliedMigration }] = await Promise.all([
-    import("../server/db/client.ts"),
-    import("../server/db/migrate.ts"),
-    import("../server/db/health.ts"),
-  ]);
+  const { openCatalog } = await import("../server/db/client.ts");
+  markStart("catalog-loaded");
   const catalog = openCatalog(databaseUrl, options);
   try {
-    const migrated = await migrating(databaseUrl, () =>
-      ensureMigrated(databaseUrl, () => newestAppliedMigration(catalog.db)),
-    );
+    const migrated = await checkMigrated(databaseUrl, catalog.db);
     return { catalog, migrated };
   } catch (error) {
     await catalog.close();

@@ -5,6 +5,7 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../package.json" with { type: "json" };
 import { StrataError } from "../server/domain/errors.ts";
+import { markStart } from "../server/log/start-phases.ts";
 import { registerCommands } from "./commands/index.ts";
 import { EXIT, CliError } from "./output.ts";
 
@@ -23,8 +24,10 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
+markStart("cli-loaded");
 try {
   await registerCommands(program, process.argv);
+  markStart("command-loaded");
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {

@@ -28,4 +28,6 @@ if (state !== null) {
 // maps). A short command maps only the stack of an unexpected error, when it prints it
 // (cli/source-mapped-stack.ts): enabling source maps here costs every start about 15 ms.
 if (LONG_RUNNING.has(process.argv[2] ?? "")) process.setSourceMapsEnabled(true);
+// A phase of the start (server/log/start-phases.ts): the bundle was found current (or rebuilt).
+performance.mark("strata:start:build-checked");
 await import("../dist/cli/main.mjs");

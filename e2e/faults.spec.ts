@@ -29,6 +29,33 @@ const EMAIL = "operator@faults.test";
 
 test.describe.configure({ mode: "serial" });
 
+/**
+ * Seconds from `since` (epoch ms) to the first JSON log line on `stderr` with message `msg` (and,
+ * when given, `jobId`), by the time the line itself records; null when there is none.
+ */
+function secondsToLogLine(stderr: string, since: number, msg: string, jobId?: string): number | null {
+  for (const line of stderr.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    let fields: { msg?: string; time?: string | number; jobId?: string };
+    try {
+      fields = JSON.parse(line) as typeof fields;
+    } catch {
+      continue;
+    }
+    if (fields.msg !== msg || (jobId !== undefined && fields.jobId !== jobId) || fields.time === undefined) continue;
+    return (new Date(fields.time).getTime() - since) / 1000;
+  }
+  return null;
+}
+
+/** The status of GET url, 0 when nothing answers (yet). */
+function statusOf(url: string): Promise<number> {
+  return fetch(url, { redirect: "manual" }).then(
+    async (r) => (await r.arrayBuffer(), r.status),
+    () => 0,
+  );
+}
+
 test.describe("faults: a stopped database, a lost answer, a killed worker, a failed restore", () => {
   let cluster: PrivatePostgres;
   let work: string;
@@ -258,7 +285,11 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
 
     await killHard(first);
     const restartedAt = Date.now();
-    const restarted = startWorker(cluster.url, host, dataDir, { STRATA_JOB_LEASE_SECONDS: LEASE_SECONDS });
+    // At debug level its claims are logged too ("job claimed"): the start report below reads them.
+    const restarted = startWorker(cluster.url, host, dataDir, {
+      STRATA_JOB_LEASE_SECONDS: LEASE_SECONDS,
+      STRATA_LOG_LEVEL: "debug",
+    });
     // Its second attempt begins as soon as the new worker is up (measured and printed, not asserted).
     await expect
       .poll(async () => ((await call(agent, "job.get", { jobId: job.id }, "query")) as JobView).attempts, {
@@ -272,6 +303,13 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
     const figure = `the killed worker's job began again ${seconds.toFixed(1)} s after the worker was restarted (lease ${LEASE_SECONDS} s)`;
     test.info().annotations.push({ type: "figure", description: figure });
     process.stdout.write(`faults: ${figure}\n`);
+    // Start time, printed (not asserted): the restarted worker's spawn → it handed back its dead
+    // predecessor's job → it claimed the job, by the times of its own log lines.
+    const handedBack = secondsToLogLine(restarted.stderr(), restartedAt, "job of a dead worker handed back", job.id);
+    const claimed = secondsToLogLine(restarted.stderr(), restartedAt, "job claimed", job.id);
+    const start = `start time: worker spawn → dead worker's job handed back ${handedBack?.toFixed(2) ?? "?"} s, → job claimed ${claimed?.toFixed(2) ?? "?"} s`;
+    test.info().annotations.push({ type: "figure", description: start });
+    process.stdout.write(`faults: ${start}\n`);
     // Attempt 2 ran: the lease could not have handed the job out again in this test's time.
     expect(done).toMatchObject({ state: "completed", attempts: 2, result: { outcome: "appended" } });
     expect(restarted.stderr()).toContain("job of a dead worker handed back");
@@ -322,5 +360,44 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
       [snapshotId],
     );
     expect(activePins.rowCount).toBe(0);
+  });
+
+  test("an app instance killed and started again answers again; its start time is printed", async () => {
+    test.setTimeout(120_000);
+    if (app && app.exitCode === null) {
+      const exited = new Promise((resolve) => app!.once("exit", resolve));
+      app.kill("SIGKILL");
+      await exited;
+    }
+    const spawnedAt = Date.now();
+    const restarted = spawn(process.execPath, [STRATA, "serve", "--no-worker"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
+    app = restarted;
+    const keep = (chunk: Buffer) => (appOutput += chunk.toString());
+    restarted.stdout.on("data", keep);
+    restarted.stderr.on("data", keep);
+    // Spawn → the first 200 of the health call (the API), then of a page (Next.js): printed, not asserted.
+    let answeredAt: number | undefined;
+    let pageAt: number | undefined;
+    await expect
+      .poll(
+        async () => {
+          if (restarted.exitCode !== null)
+            throw new Error(`strata serve exited (${restarted.exitCode}):\n${appOutput}`);
+          if (answeredAt === undefined) {
+            if ((await statusOf(`${base}/api/trpc/health`)) === 200) answeredAt = Date.now();
+          } else if ((await statusOf(`${base}/signin`)) === 200) pageAt = Date.now();
+          return pageAt !== undefined;
+        },
+        { timeout: 90_000, intervals: [20] },
+      )
+      .toBe(true);
+    const start = `start time: app spawn → first answer (health 200) ${((answeredAt! - spawnedAt) / 1000).toFixed(2)} s, → first page 200 ${((pageAt! - spawnedAt) / 1000).toFixed(2)} s`;
+    test.info().annotations.push({ type: "figure", description: start });
+    process.stdout.write(`faults: ${start}\n`);
+    // It serves agents as before.
+    expect(await call(agent, "lineage.list", {}, "query")).toBeDefined();
   });
 });

@@ -4,22 +4,23 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import next from "next";
+import type next from "next";
 import { describeDatabase, loadConfig, type Config } from "../../server/config/config.ts";
 import { getCatalog } from "../../server/db/catalog.ts";
 import { openCatalog } from "../../server/db/client.ts";
 import { readQueueDepth } from "../../server/jobs/queue-depth.ts";
 import { handleTrpcNodeRequest, TRPC_ENDPOINT } from "../../server/trpc/http-handler.ts";
 import { createContext } from "../../server/trpc/init.ts";
-import { startWorkerProcess, type WorkerProcess } from "../../server/jobs/worker-process.ts";
+import type { WorkerProcess } from "../../server/jobs/worker-process.ts";
 import { JobQueue } from "../../server/jobs/queue.ts";
 import { failJobsWithoutWorker } from "../../server/jobs/worker-hosts.ts";
 import { configureLogging, errorFields, logger } from "../../server/log/logger.ts";
 import { answerMetrics, METRICS_PATH, startMetrics } from "../../server/log/metrics.ts";
 import { routeConsoleToLog } from "../../server/log/console-log.ts";
 import { createObservedServer } from "../../server/log/request-log.ts";
+import { markStart, startPhases } from "../../server/log/start-phases.ts";
 import { CliError, EXIT, progressDone } from "../output.ts";
-import { runMigrate } from "../catalog.ts";
+import { checkMigrated } from "../catalog.ts";
 import { workerSettings } from "./worker.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -104,6 +105,8 @@ function failed(res: ServerResponse, error: unknown): void {
 /** Starts a worker inside this process for STRATA_HOST. */
 async function startServeWorker(config: Config, enabled: boolean): Promise<WorkerProcess | null> {
   if (!enabled) return null;
+  // Loaded here, after the server listens: the job handlers are not the API's.
+  const { startWorkerProcess } = await import("../../server/jobs/worker-process.ts");
   const catalog = openCatalog(config.databaseUrl, { poolSize: 4 });
   const worker = await startWorkerProcess({
     ...workerSettings(config),
@@ -139,6 +142,23 @@ function startNoWorkerCheck(config: Config): () => void {
   return () => clearInterval(timer);
 }
 
+type NextApp = ReturnType<typeof next>;
+type RequestHandler = ReturnType<NextApp["getRequestHandler"]>;
+
+/** Next.js, loaded and prepared (in production it loads every route's module first). */
+async function prepareNext(options: {
+  dev: boolean;
+  config: Config;
+}): Promise<{ app: NextApp; handle: RequestHandler }> {
+  process.env.NEXT_TELEMETRY_DISABLED = "1";
+  const { default: createNext } = await import("next");
+  markStart("next-loaded");
+  const app = createNext({ dev: options.dev, dir: ROOT, hostname: options.config.bind, port: options.config.port });
+  await app.prepare();
+  markStart("next-prepared");
+  return { app, handle: app.getRequestHandler() };
+}
+
 export function registerServe(program: Command): void {
   program
     .command("serve")
@@ -152,7 +172,9 @@ export function registerServe(program: Command): void {
       // Next.js (and any other library) writes with console.*: those lines go through the log too.
       routeConsoleToLog("console");
       const metricsToken = config.metricsToken;
-      const migrated = await runMigrate(config.databaseUrl);
+      // The app's own catalog, checked with one query (migrated only when it is not): the API
+      // answers on it as soon as the server listens.
+      const migrated = await checkMigrated(config.databaseUrl, getCatalog().db);
       logger().info(
         {
           database: describeDatabase(config.databaseUrl),
@@ -163,11 +185,24 @@ export function registerServe(program: Command): void {
       );
       const dev = Boolean(opts.dev);
       if (!dev && (opts.rebuild || !buildIsCurrent())) await buildApp();
+      markStart("app-build-checked");
 
-      process.env.NEXT_TELEMETRY_DISABLED = "1";
-      const app = next({ dev, dir: ROOT, hostname: config.bind, port: config.port });
-      await app.prepare();
-      const handle = app.getRequestHandler();
+      // Next.js loads and prepares (about a second, several under load) while the server already
+      // listens and answers what does not need it: tRPC calls and /metrics. Anything for Next
+      // waits until it is ready, then takes the same path as every later request. It begins once
+      // the worker (if any) has polled once, whose first claim so waits for none of Next's loading.
+      let beginNext: () => void = () => undefined;
+      const nextReady = new Promise<void>((resolve) => (beginNext = resolve)).then(() => prepareNext({ dev, config }));
+      // Its failure is handled below, once the server listens; not an unhandled rejection before.
+      nextReady.catch(() => undefined);
+      let handle: RequestHandler | null = null;
+      const toNext = (req: IncomingMessage, res: ServerResponse): Promise<void> =>
+        handle
+          ? handle(req, res)
+          : nextReady.then(
+              (ready) => ready.handle(req, res),
+              (error: unknown) => failed(res, error),
+            );
       const serveApi = apiHandler();
       // The queue's depth is read from the app's catalog at each scrape.
       const metrics = metricsToken ? startMetrics({ queueDepth: () => readQueueDepth(getCatalog().db) }) : null;
@@ -182,11 +217,11 @@ export function registerServe(program: Command): void {
         // to Next, whose route serves the same handler.
         if (req.url?.startsWith(TRPC_ENDPOINT)) {
           void serveApi(req, res)
-            .then((answered) => (answered ? undefined : handle(req, res)))
+            .then((answered) => (answered ? undefined : toNext(req, res)))
             .catch((error: unknown) => failed(res, error));
           return;
         }
-        void handle(req, res);
+        void toNext(req, res);
       });
       await new Promise<void>((resolve, reject) => {
         server.once("error", (error: NodeJS.ErrnoException) =>
@@ -198,14 +233,32 @@ export function registerServe(program: Command): void {
         );
         server.listen(config.port, config.bind, resolve);
       });
-      const shown = config.bind === "0.0.0.0" ? "localhost" : config.bind;
-      logger().info(
-        { url: `http://${shown}:${config.port}`, metrics: metrics ? METRICS_PATH : null },
-        "serving the dashboard and API",
-      );
+      markStart("listening");
 
       // The quick start's promise: dashboard, API and a worker from one `npm start`.
-      const worker = await startServeWorker(config, opts.worker);
+      const [started] = await Promise.allSettled([startServeWorker(config, opts.worker)]);
+      if (started.status === "fulfilled" && started.value) {
+        await Promise.race([started.value.firstPoll, started.value.done]);
+      }
+      beginNext();
+      const [prepared] = await Promise.allSettled([nextReady]);
+      if (started.status === "rejected" || prepared.status === "rejected") {
+        // Nothing is left running: the command fails as it did before it listened.
+        server.close();
+        await Promise.allSettled([
+          started.status === "fulfilled" ? started.value?.stop() : undefined,
+          prepared.status === "fulfilled" ? prepared.value.app.close() : undefined,
+        ]);
+        throw started.status === "rejected" ? started.reason : (prepared as PromiseRejectedResult).reason;
+      }
+      const worker = started.value;
+      const { app } = prepared.value;
+      handle = prepared.value.handle;
+      const shown = config.bind === "0.0.0.0" ? "localhost" : config.bind;
+      logger().info(
+        { url: `http://${shown}:${config.port}`, metrics: metrics ? METRICS_PATH : null, startMs: startPhases() },
+        "serving the dashboard and API",
+      );
       const stopNoWorkerCheck = worker ? null : startNoWorkerCheck(config);
 
       const stop = () => {

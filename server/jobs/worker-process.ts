@@ -24,6 +24,8 @@ import {
   workerStopped,
 } from "./worker-hosts.ts";
 import { measure } from "../log/measures.ts";
+import { logger } from "../log/logger.ts";
+import { markStart, startPhases } from "../log/start-phases.ts";
 import type { ReclaimedJob } from "./queue.ts";
 
 export interface WorkerProcessOptions {
@@ -49,6 +51,8 @@ export interface WorkerProcessOptions {
 
 export interface WorkerProcess {
   workerId: string;
+  /** Settles once the worker's first poll for a job has ended (claimed, found none, or failed). */
+  firstPoll: Promise<void>;
   stop(): Promise<void>;
   done: Promise<void>;
 }
@@ -92,21 +96,38 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       emit({ type: "error", error });
     }
   };
-  await beSeen(true);
+  // Registered and the dead's jobs handed back at once, not one after the other: both come
+  // before the first claim, and neither needs the other.
+  await Promise.all([beSeen(true), reclaimDead()]);
+  markStart("first-reclaim");
   let beingSeen: Promise<void> | null = null;
   const seenTimer = setInterval(() => {
     beingSeen ??= beSeen(false).finally(() => (beingSeen = null));
   }, WORKER_SEEN_EVERY_MS);
-  await reclaimDead();
   let reclaiming = false;
   const reclaimTimer = setInterval(() => {
     if (reclaiming) return;
     reclaiming = true;
     void reclaimDead().finally(() => (reclaiming = false));
   }, opts.reclaimMs ?? 1_000);
+  // The first poll ends the start: the line it leaves says where the start's time went.
+  let polled = false;
+  let firstPolled: () => void = () => undefined;
+  const firstPoll = new Promise<void>((resolve) => (firstPolled = resolve));
   const running = startWorker({
     port: {
-      fetch: () => queue.fetch({ host: opts.host, workerId }),
+      fetch: async () => {
+        try {
+          return await queue.fetch({ host: opts.host, workerId });
+        } finally {
+          if (!polled) {
+            polled = true;
+            markStart("first-poll");
+            logger().debug({ workerId, startMs: startPhases() }, "worker start phases");
+            firstPolled();
+          }
+        }
+      },
       heartbeat: (job, progress) => queue.heartbeat(job, progress),
       remember: (job, memo) => queue.remember(job, memo),
       complete: (job, result) => queue.complete(job, result),
@@ -116,7 +137,9 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
     host: opts.host,
     pollIntervalMs: opts.pollIntervalMs ?? 1_000,
     async idle() {
-      if (Date.now() - lastHousekeeping < housekeepingMs) return;
+      // Not before the first poll: a worker that starts claims first (its first claim waits for
+      // no other statement), and looks after the queue from its next turn on.
+      if (!polled || Date.now() - lastHousekeeping < housekeepingMs) return;
       lastHousekeeping = Date.now();
       try {
         const expired = await queue.expire();
@@ -138,6 +161,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   });
   return {
     workerId,
+    firstPoll,
     async stop() {
       await running.stop();
       await done;
