@@ -11,9 +11,10 @@ import { captureAndPublish, localCatalog } from "../capture/capture-publish.ts";
 import type { JobView } from "../domain/jobs.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { testHostRoots, treeFingerprint, type TestHostRoots } from "../testing/host-roots.ts";
-import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
+import { freshLineageKey, makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import {
   addOrigin,
+  dirtyRepository,
   git,
   initRepository,
   removeTemporaryDirectories,
@@ -27,21 +28,10 @@ import { JobQueue } from "./queue.ts";
 afterAll(removeTemporaryDirectories);
 afterAll(killWorkers);
 
-function keyFor(label: string) {
-  return {
-    repository: { identity: `example.invalid/${uniqueName(label)}` },
-    backendKind: "local",
-    baseImage: "test-image",
-    workContextId: uniqueName("wc"),
-  };
-}
-
 /** A checkout with an origin, a dirty file and an untracked one. */
 function checkout(label: string): string {
-  const root = initRepository({ "README.md": `# ${label}\n`, "src/main.txt": "one\n" });
+  const root = dirtyRepository(label);
   addOrigin(root);
-  write(root, "src/main.txt", "one\ntwo (uncommitted)\n");
-  write(root, "notes/untracked.txt", `untracked ${label}\n`);
   return root;
 }
 
@@ -71,7 +61,7 @@ describeEachDatabase("hostile jobs on a shared worker host", (catalog) => {
       return job && ["completed", "failed", "cancelled"].includes(job.state) ? job : null;
     });
 
-  function restoreInput(key: ReturnType<typeof keyFor>, workspace: string) {
+  function restoreInput(key: ReturnType<typeof freshLineageKey>, workspace: string) {
     return {
       repository: key.repository,
       backendKind: key.backendKind,
@@ -87,7 +77,7 @@ describeEachDatabase("hostile jobs on a shared worker host", (catalog) => {
     const db = catalog().db;
 
     // A captures its checkout (in its folder of the agent root) and restores it under the root.
-    const keyA = keyFor("a");
+    const keyA = freshLineageKey("a");
     const repoA = roots.give(a.name, checkout("a"));
     const capturedA = await ended((await enqueueCapture(db, { host, dir: repoA, key: keyA, agent: a.scope })).id);
     expect(capturedA).toMatchObject({ state: "completed" });
@@ -97,7 +87,7 @@ describeEachDatabase("hostile jobs on a shared worker host", (catalog) => {
     expect(git(restoredA, ["status", "--porcelain"])).toContain("notes/");
 
     // B has a checkpoint of its own (captured on its machine), so its restore jobs have something to restore.
-    const keyB = keyFor("b");
+    const keyB = freshLineageKey("b");
     const repoB = roots.give(b.name, checkout("b"));
     await captureAndPublish(localCatalog(db, b.scope), { dir: repoB, target: { kind: "checkpoint", key: keyB } });
     const folderB = roots.folderOf(b.name);
@@ -152,8 +142,13 @@ describeEachDatabase("hostile jobs on a shared worker host", (catalog) => {
     expect(watched.map(treeFingerprint)).toEqual(before);
     expect(await snapshotsOfB()).toBe(snapshotsBefore);
     // The refused restores were reported failed and hold nothing.
-    const restoreIds = results.filter((j) => j.kind === "restore").map((j) => (j.data as { restoreId: string }).restoreId);
-    const restores = await db.restore.findMany({ where: { id: { in: restoreIds } }, select: { outcome: true, pinId: true } });
+    const restoreIds = results
+      .filter((j) => j.kind === "restore")
+      .map((j) => (j.data as { restoreId: string }).restoreId);
+    const restores = await db.restore.findMany({
+      where: { id: { in: restoreIds } },
+      select: { outcome: true, pinId: true },
+    });
     expect(restores.map((r) => r.outcome)).toEqual(restoreIds.map(() => "failed"));
     const pins = await db.pin.findMany({ where: { pinId: { in: restores.map((r) => r.pinId!) } } });
     expect(pins.every((p) => p.releasedAt !== null)).toBe(true);

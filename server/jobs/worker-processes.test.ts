@@ -9,18 +9,17 @@ import { createTestCatalog, describeEachDatabase, type TestCatalog } from "../te
 import type { JobView } from "../domain/jobs.ts";
 import {
   addOrigin,
+  dirtyRepository,
   expectUntouched,
   git,
-  initRepository,
   removeTemporaryDirectories,
   temporaryDirectory,
-  write,
 } from "../testing/repos.ts";
 import { objectStoresDirectory } from "../git/host-object-store.ts";
 import { captureAndPublish, localCatalog } from "../capture/capture-publish.ts";
 import { enqueueCapture, enqueueRestore } from "./agent-jobs.ts";
 import { consistencyViolations } from "../testing/content.ts";
-import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
+import { freshLineageKey, makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import { JobQueue } from "./queue.ts";
 import { killHard, killWorkers, startWorker, stopGently, waitFor } from "../testing/worker-processes.ts";
 import { testHostRoots, type TestHostRoots } from "../testing/host-roots.ts";
@@ -31,22 +30,6 @@ process.env.STRATA_JOB_LEASE_SECONDS = String(LEASE_SECONDS);
 
 afterAll(removeTemporaryDirectories);
 afterAll(killWorkers);
-
-function keyFor(label: string) {
-  return {
-    repository: { identity: `example.invalid/${uniqueName(label)}` },
-    backendKind: "local",
-    baseImage: "test-image",
-    workContextId: uniqueName("wc"),
-  };
-}
-
-function smallRepository(label: string): string {
-  const root = initRepository({ "README.md": `# ${label}\n`, "src/main.txt": "one\ntwo\n" });
-  write(root, "src/main.txt", "one\ntwo\nthree (uncommitted)\n");
-  write(root, "notes/untracked.txt", `untracked ${label}\n`);
-  return root;
-}
 
 describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
   let agent: TestAgent;
@@ -68,8 +51,8 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
   for (const point of ["capture:publish", "capture:layers"]) {
     it(`finishes a capture whose worker died at ${point}, with one checkpoint and nothing half-written`, async () => {
       const db = catalog().db;
-      const repo = roots.give(agent.name, smallRepository("capture"));
-      const key = keyFor("capture");
+      const repo = roots.give(agent.name, dirtyRepository("capture"));
+      const key = freshLineageKey("capture");
       const host = uniqueName("cap");
       const enqueued = await enqueueCapture(db, { host, dir: repo, key, agent: agent.scope });
 
@@ -114,9 +97,9 @@ describeEachDatabase("worker processes killed with SIGKILL", (catalog) => {
    */
   async function publishedRestore(label: string, workspace: (checkout: string) => string) {
     const db = catalog().db;
-    const repo = roots.give(agent.name, smallRepository(label));
+    const repo = roots.give(agent.name, dirtyRepository(label));
     addOrigin(repo);
-    const key = keyFor(label);
+    const key = freshLineageKey(label);
     const published = await captureAndPublish(localCatalog(db, agent.scope), {
       dir: repo,
       target: { kind: "checkpoint", key },
@@ -218,9 +201,9 @@ describe("three worker hosts on one PostgreSQL catalog", () => {
     const restoreJobs: { id: string; host: string; into: string; restoreId: string; tree: string }[] = [];
 
     for (const [n, host] of hosts.entries()) {
-      const repo = host.roots.give(agent.name, smallRepository(host.name));
+      const repo = host.roots.give(agent.name, dirtyRepository(host.name));
       // One checkpoint to restore from, published before the workers start.
-      const sourceKey = keyFor(`source-${n}`);
+      const sourceKey = freshLineageKey(`source-${n}`);
       const source = await captureAndPublish(localCatalog(db, agent.scope), {
         dir: repo,
         target: { kind: "checkpoint", key: sourceKey },

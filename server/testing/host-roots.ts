@@ -53,7 +53,8 @@ export function treeFingerprint(dir: string): Record<string, string> {
     const kind = st.isSymbolicLink() ? `link:${readlinkSync(path)}` : st.isDirectory() ? "dir" : "file";
     const digest = st.isFile() ? createHash("sha256").update(readFileSync(path)).digest("hex") : "";
     out[rel || "."] = `${kind} ${st.mode.toString(8)} ${st.size} ${st.mtimeMs} ${digest}`;
-    if (st.isDirectory()) for (const name of readdirSync(path).sort()) walk(join(path, name), rel ? `${rel}/${name}` : name);
+    if (st.isDirectory())
+      for (const name of readdirSync(path).sort()) walk(join(path, name), rel ? `${rel}/${name}` : name);
   };
   walk(dir, "");
   return out;

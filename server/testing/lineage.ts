@@ -13,6 +13,16 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString("hex")}`;
 }
 
+/** The lineage key of a new work context of a new repository (a job's `key`). */
+export function freshLineageKey(label: string) {
+  return {
+    repository: { identity: `example.invalid/${uniqueName(label)}` },
+    backendKind: "local",
+    baseImage: "test-image",
+    workContextId: uniqueName("wc"),
+  };
+}
+
 /** A deterministic 40-hex git object id for a label. */
 export function oid(label: string): string {
   return createHash("sha1").update(label).digest("hex");

@@ -91,6 +91,14 @@ export function initRepository(files: Record<string, string | Buffer> = { "READM
   return root;
 }
 
+/** A small checkout with one commit, an uncommitted change and an untracked file. */
+export function dirtyRepository(label: string): string {
+  const root = initRepository({ "README.md": `# ${label}\n`, "src/main.txt": "one\ntwo\n" });
+  write(root, "src/main.txt", "one\ntwo\nthree (uncommitted)\n");
+  write(root, "notes/untracked.txt", `untracked ${label}\n`);
+  return root;
+}
+
 /** A bare repository as `origin` (a file:// URL), with main pushed and tracked. */
 export function addOrigin(root: string, name = "origin"): string {
   const bare = temporaryDirectory("strata-remote-");
