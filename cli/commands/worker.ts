@@ -104,7 +104,7 @@ function pauseSeam(): ((point: string) => void) | undefined {
 }
 
 /** Collects a repeatable path option, absolute. */
-function collectPaths(value: string, previous: string[]): string[] {
+function collectPaths(value: string, previous: string[] = []): string[] {
   return [...previous, resolve(value)];
 }
 
@@ -155,16 +155,14 @@ export function registerWorker(program: Command): void {
       "--root <dir>",
       "a directory jobs may capture from and restore into (repeatable; default: STRATA_WORKER_ROOTS, else the data directory's worktrees/ and restored/)",
       collectPaths,
-      [],
     )
     .option(
       "--agent-root <dir>",
-      "a directory in which each agent owns the folder named after it (repeatable; default: STRATA_WORKER_AGENT_ROOTS)",
+      "a directory in which each agent owns the folder named after it (repeatable; default: STRATA_WORKER_AGENT_ROOTS, else the data directory's agents/)",
       collectPaths,
-      [],
     )
     .action(
-      async (opts: { host?: string; pollMs: string; metricsPort?: string; root: string[]; agentRoot: string[] }) => {
+      async (opts: { host?: string; pollMs: string; metricsPort?: string; root?: string[]; agentRoot?: string[] }) => {
         const [{ describeDatabase, loadConfig }, { hostNameSchema }, { startWorkerProcess }] = await Promise.all([
           import("../../server/config/config.ts"),
           import("../../server/domain/jobs.ts"),
@@ -190,9 +188,8 @@ export function registerWorker(program: Command): void {
         const worker = await startWorkerProcess({
           catalog,
           ...workerSettings(config),
-          ...(opts.root.length > 0 || opts.agentRoot.length > 0
-            ? { roots: opts.root, agentRoots: opts.agentRoot }
-            : {}),
+          // Roots given as flags replace the configured ones (and the defaults) as a whole.
+          ...(opts.root || opts.agentRoot ? { roots: opts.root ?? [], agentRoots: opts.agentRoot ?? [] } : {}),
           host: host.data,
           pollIntervalMs: pollMs,
           housekeepingMs: Math.min(5_000, config.jobLeaseSeconds * 500),
