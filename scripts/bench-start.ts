@@ -12,8 +12,8 @@
 // dashboard and API" carry them); `node` is where Node's own start ended.
 //
 // The CLI is built first when its sources changed (so no run pays for the build). The serve
-// cases need the dashboard built (`npx next build`); without it they are skipped, as a start
-// would build it. Options: --runs N (default 5), --db sqlite|postgres|both (default both),
+// cases need the dashboard built (`npx next build`): without a build they are skipped, and a
+// build older than its sources (which serve would rebuild) stops the bench. Options: --runs N (default 5), --db sqlite|postgres|both (default both),
 // --only worker|serve|serve+worker. Run it on a quiet machine: the load average is printed.
 import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -105,6 +105,8 @@ async function startOnce(
   let pending = "";
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   let exitCode: number | null | undefined;
+  /** serve found the dashboard's build older than its sources: the run would time `next build`. */
+  let rebuilding = false;
   void exited.then((code) => (exitCode = code));
   child.stderr!.on("data", (chunk: Buffer) => {
     const at = since();
@@ -113,6 +115,8 @@ async function startOnce(
     const lines = pending.split("\n");
     pending = lines.pop() ?? "";
     for (const line of lines) {
+      // Its log line ("building the dashboard …"), or on a terminal its progress line.
+      if (/building the dashboard/i.test(line)) rebuilding = true;
       const fields = parseLine(line);
       if (!fields) continue;
       if (fields.msg === "job claimed" && fields.jobId === want.jobId) run.claimMs ??= at;
@@ -127,6 +131,11 @@ async function startOnce(
   try {
     while (!done()) {
       if (exitCode !== undefined) throw new Error(`strata ${args[0]} exited (${exitCode}):\n${output}`);
+      if (rebuilding) {
+        throw new Error(
+          "strata serve is building the dashboard (sources newer than .next/BUILD_ID): run `npx next build` first",
+        );
+      }
       if (since() > RUN_TIMEOUT_MS)
         throw new Error(`strata ${args[0]}: nothing after ${RUN_TIMEOUT_MS} ms:\n${output}`);
       if (want.base !== undefined && run.healthMs === undefined) {
