@@ -1,20 +1,24 @@
 // npm run bench:start — how soon a worker and an app instance are of use after they start, as an
 // operator starts them, each a whole process (`node cli/strata.mjs …`) on a catalog already
 // migrated, N times in a row on each database:
-//   worker        `strata worker --host H`: spawn → the claim of a sweep job enqueued before the
-//                 spawn (its "job claimed" line at debug level). Goal: ≤ 2 s at the median.
+//   worker        `strata worker --host H`: spawn → the claim of a sweep job addressed to H,
+//                 enqueued before the spawn (its "job claimed" line, at debug level). Goal: ≤ 2 s
+//                 at the median.
 //   serve         `strata serve --no-worker`: spawn → the first 200 from /api/trpc/health, and
 //                 → the first 200 of a dashboard page (/signin, rendered by Next). Goal: the
 //                 first answer ≤ 5 s at the median.
 //   serve+worker  `strata serve` with its worker: spawn → health 200, and → the claim.
+//   together      two `serve --no-worker` and three `worker` started at once on one catalog (the
+//                 deployment of issue 44): each one's figures as above, in one list.
 // One run of each is broken down by phase: the ms since the process began at which it reached
 // each mark of server/log/start-phases.ts (the lines "worker start phases" and "serving the
 // dashboard and API" carry them); `node` is where Node's own start ended.
 //
 // The CLI is built first when its sources changed (so no run pays for the build). The serve
 // cases need the dashboard built (`npx next build`): without a build they are skipped, and a
-// build older than its sources (which serve would rebuild) stops the bench. Options: --runs N (default 5), --db sqlite|postgres|both (default both),
-// --only worker|serve|serve+worker. Run it on a quiet machine: the load average is printed.
+// build older than its sources (which serve would rebuild) stops the bench.
+// Options: --runs N (default 5), --db sqlite|postgres|both (default both),
+// --only worker|serve|serve+worker|together. Run it on a quiet machine: the load average is printed.
 import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -44,7 +48,7 @@ const { values } = parseArgs({
 });
 const RUNS = Math.max(1, Number(values.runs));
 const KINDS: DatabaseKind[] = values.db === "both" ? ["sqlite", "postgres"] : [values.db as DatabaseKind];
-const CASES = ["worker", "serve", "serve+worker"] as const;
+const CASES = ["worker", "serve", "serve+worker", "together"] as const;
 type Case = (typeof CASES)[number];
 
 /** What one start gave: ms from spawn to each event, and the phases the process logged. */
@@ -154,11 +158,11 @@ async function startOnce(
   return run;
 }
 
-/** A sweep job any worker may claim, enqueued now; its id. */
-async function enqueueSweep(catalog: TestCatalog): Promise<string> {
+/** A sweep job addressed to `host` (only its worker claims it), enqueued now; its id. */
+async function enqueueSweep(catalog: TestCatalog, host: string): Promise<string> {
   const job = await new JobQueue(catalog.db).enqueue(catalog.db, {
     kind: "sweep",
-    host: null,
+    host,
     agentId: null,
     data: { intervalSeconds: 3600 },
     dedupeKey: `bench-start-${randomUUID()}`,
@@ -167,7 +171,8 @@ async function enqueueSweep(catalog: TestCatalog): Promise<string> {
   return job.id;
 }
 
-async function runCase(which: Case, catalog: TestCatalog, dataDir: string): Promise<StartRun> {
+/** One start of `which` (two app instances and three workers at once for "together"). */
+async function runCase(which: Case, catalog: TestCatalog, dataDir: string): Promise<StartRun[]> {
   const env = {
     DATABASE_URL: catalog.url,
     STRATA_DATA_DIR: dataDir,
@@ -176,17 +181,30 @@ async function runCase(which: Case, catalog: TestCatalog, dataDir: string): Prom
     STRATA_SWEEP_INTERVAL_SECONDS: "0",
     STRATA_GC_INTERVAL_SECONDS: "0",
   };
-  const host = `bench-start-${randomUUID().slice(0, 8)}`;
-  if (which === "worker") {
-    const jobId = await enqueueSweep(catalog);
-    return startOnce(["worker", "--host", host], env, { jobId });
-  }
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const serveEnv = { ...env, PORT: String(port), STRATA_HOST: host };
-  if (which === "serve") return startOnce(["serve", "--no-worker"], serveEnv, { base });
-  const jobId = await enqueueSweep(catalog);
-  return startOnce(["serve"], serveEnv, { base, jobId });
+  const newHost = () => `bench-start-${randomUUID().slice(0, 8)}`;
+  const worker = async () => {
+    const host = newHost();
+    const jobId = await enqueueSweep(catalog, host);
+    return () => startOnce(["worker", "--host", host], env, { jobId });
+  };
+  const app = async (withWorker: boolean) => {
+    const host = newHost();
+    const port = await freePort();
+    const serveEnv = { ...env, PORT: String(port), STRATA_HOST: host };
+    const base = `http://127.0.0.1:${port}`;
+    if (!withWorker) return () => startOnce(["serve", "--no-worker"], serveEnv, { base });
+    const jobId = await enqueueSweep(catalog, host);
+    return () => startOnce(["serve"], serveEnv, { base, jobId });
+  };
+  const starts =
+    which === "worker"
+      ? [await worker()]
+      : which === "serve"
+        ? [await app(false)]
+        : which === "serve+worker"
+          ? [await app(true)]
+          : [await app(false), await app(false), await worker(), await worker(), await worker()];
+  return Promise.all(starts.map((start) => start()));
 }
 
 function percentile(values: number[], p: number): number {
@@ -230,15 +248,17 @@ async function main(): Promise<void> {
       for (const which of cases) {
         if (which !== "worker" && !appBuilt) continue;
         const runs: StartRun[] = [];
-        for (let i = 0; i < RUNS; i++) runs.push(await runCase(which, catalog, dataDir));
-        console.log(`\n${which} on ${kind}:`);
+        for (let i = 0; i < RUNS; i++) runs.push(...(await runCase(which, catalog, dataDir)));
+        console.log(
+          `\n${which === "together" ? "together (2 × serve --no-worker, 3 × worker, started at once)" : which} on ${kind}:`,
+        );
         const claims = runs.flatMap((r) => (r.claimMs === undefined ? [] : [r.claimMs]));
         const health = runs.flatMap((r) => (r.healthMs === undefined ? [] : [r.healthMs]));
         const pages = runs.flatMap((r) => (r.pageMs === undefined ? [] : [r.pageMs]));
         if (claims.length > 0) console.log(`  ${summary("spawn → first claim", claims)}`);
         if (health.length > 0) console.log(`  ${summary("spawn → first health 200", health)}`);
         if (pages.length > 0) console.log(`  ${summary("spawn → first dashboard page 200", pages)}`);
-        const phases = runs.at(-1)?.phases;
+        const phases = which === "together" ? undefined : runs.at(-1)?.phases;
         if (phases) console.log(`  phases of the last run (ms since the process began): ${breakdown(phases)}`);
         if (which !== "serve" && claims.length > 0) {
           const p50 = median(claims) / 1000;
