@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type next from "next";
@@ -238,7 +239,8 @@ export function registerServe(program: Command): void {
       // The quick start's promise: dashboard, API and a worker from one `npm start`.
       const [started] = await Promise.allSettled([startServeWorker(config, opts.worker)]);
       if (started.status === "fulfilled" && started.value) {
-        await Promise.race([started.value.firstPoll, started.value.done]);
+        // Not longer than a second, though: a slow catalog must not hold up the dashboard too.
+        await Promise.race([started.value.firstPoll, started.value.done, delay(1_000, undefined, { ref: false })]);
       }
       beginNext();
       const [prepared] = await Promise.allSettled([nextReady]);
