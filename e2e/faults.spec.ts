@@ -26,6 +26,7 @@ import { call, dirtyCheckout, finished, type JobView } from "./jobs.ts";
 const STRATA = "cli/strata.mjs";
 const LEASE_SECONDS = "600";
 const EMAIL = "operator@faults.test";
+const AGENT = "faults-agent";
 
 test.describe.configure({ mode: "serial" });
 
@@ -69,6 +70,13 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
   let agent: APIRequestContext;
   let sql: pg.Pool;
 
+  /** The agent's own folder of the workers' default agent root (the data directory's agents/). */
+  const agentFolder = () => {
+    const folder = path.join(dataDir, "agents", AGENT);
+    mkdirSync(folder, { recursive: true });
+    return folder;
+  };
+
   const strata = (args: string[]) =>
     execFileSync(process.execPath, [STRATA, ...args], { encoding: "utf8", env: { ...process.env, ...env } });
 
@@ -92,7 +100,7 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
     strata(["migrate"]);
     password = (JSON.parse(strata(["user", "create", EMAIL, "--role", "operator", "--json"])) as { password: string })
       .password;
-    token = (JSON.parse(strata(["agent", "create", "faults-agent", "--json"])) as { token: string }).token;
+    token = (JSON.parse(strata(["agent", "create", AGENT, "--json"])) as { token: string }).token;
 
     app = spawn(process.execPath, [STRATA, "serve", "--no-worker"], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -268,7 +276,7 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
   test("a worker killed with SIGKILL and restarted on its host runs its job again at once", async () => {
     test.setTimeout(120_000);
     const host = `faults-kill-${randomUUID().slice(0, 8)}`;
-    const repo = dirtyCheckout(path.join(work, "kill-checkout"));
+    const repo = dirtyCheckout(path.join(agentFolder(), "kill-checkout"));
     const job = (await call(
       agent,
       "job.enqueueCapture",
@@ -319,7 +327,7 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
     test.setTimeout(120_000);
     const host = `faults-restore-${randomUUID().slice(0, 8)}`;
     const key = lineageKey("restore");
-    const repo = dirtyCheckout(path.join(work, "restore-checkout"));
+    const repo = dirtyCheckout(path.join(agentFolder(), "restore-checkout"));
     const worker = startWorker(cluster.url, host, dataDir);
     const captured = await finished(
       agent,
@@ -329,8 +337,8 @@ test.describe("faults: a stopped database, a lost answer, a killed worker, a fai
     const snapshotId = captured.result!.snapshotId as string;
 
     // Someone else's files are already where the restore was asked to go: it must not write there.
-    const into = path.join(work, "occupied");
-    mkdirSync(into);
+    const into = path.join(dataDir, "restored", "occupied");
+    mkdirSync(into, { recursive: true });
     writeFileSync(path.join(into, "theirs.txt"), "not ours\n");
     const { plan, job } = (await call(
       agent,

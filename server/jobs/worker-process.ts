@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { CatalogHandle } from "../db/client.ts";
 import type { RetryPolicy } from "../domain/jobs.ts";
 import { createJobHandler } from "./handlers.ts";
+import { HostAccess } from "../worktrees/host-access.ts";
 import { JobQueue } from "./queue.ts";
 import { scheduleMaintenance, type MaintenanceSchedule } from "./maintenance.ts";
 import { startWorker, type WorkerEvent } from "./worker.ts";
@@ -32,6 +33,10 @@ export interface WorkerProcessOptions {
   catalog: Pick<CatalogHandle, "db">;
   host: string;
   dataDir: string;
+  /** Directories jobs may use (host-access.ts); with neither this nor agentRoots: the data directory's folders. */
+  roots?: readonly string[];
+  /** Directories in which each agent owns the folder named after it. */
+  agentRoots?: readonly string[];
   schedule: MaintenanceSchedule;
   pollIntervalMs?: number;
   /** How often dead claims are looked for (and maintenance offered). */
@@ -53,6 +58,8 @@ export interface WorkerProcess {
   workerId: string;
   /** Settles once the worker's first poll for a job has ended (claimed, found none, or failed). */
   firstPoll: Promise<void>;
+  /** The directories its jobs may use, resolved. */
+  roots: { roots: string[]; agentRoots: string[] };
   stop(): Promise<void>;
   done: Promise<void>;
 }
@@ -61,9 +68,16 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   const queue = new JobQueue(opts.catalog.db, opts.retry);
   const identity = await currentWorkerIdentity(opts.host);
   const workerId = formatWorkerId(identity);
+  const access = HostAccess.open({
+    host: opts.host,
+    roots: opts.roots ?? [],
+    agentRoots: opts.agentRoots ?? [],
+    dataDir: opts.dataDir,
+  });
   const handle = createJobHandler({
     db: opts.catalog.db,
     host: opts.host,
+    access,
     stateDir: join(opts.dataDir, "restore-state"),
     objectStores: objectStoresDirectory(opts.dataDir),
     ...(opts.checkpoint ? { checkpoint: opts.checkpoint } : {}),
@@ -162,6 +176,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   return {
     workerId,
     firstPoll,
+    roots: access.describe(),
     async stop() {
       await running.stop();
       await done;
