@@ -3,6 +3,7 @@
 // (`npm install`, `npm test` and `npm start` build it). Nothing is compiled at run time, except
 // that a checkout whose sources changed since the last build is built again first (one stat per
 // source file tells).
+import { performance } from "node:perf_hooks";
 import { buildCli, buildState, OUT_DIR } from "../scripts/build-cli.mjs";
 
 /** Commands that run until stopped. */
