@@ -396,54 +396,50 @@ for (const kind of DATABASE_KINDS) {
     // transaction, whose next statement Prisma refuses as a closed, expired transaction. Only
     // PostgreSQL has a server process to pause; SQLite's outage is the one above.
     if (kind !== "postgres") return;
-    it(
-      "records UNAVAILABLE when the database stopped answering until the handler's transaction expired",
-      async () => {
-        const db = outage.catalog.db;
-        const queue = new JobQueue(db);
-        const agent = await makeAgent(db, "hung");
-        const host = uniqueName("hung");
-        const job = (await queue.enqueue(db, {
-          kind: "restore",
-          host,
-          agentId: agent.scope.agentId,
-          data: {},
-          retry: { maxAttempts: 1 },
-        }))!;
-        const events: WorkerEvent[] = [];
-        const worker = runWorker(
-          queue,
-          host,
-          () =>
-            inTransaction(
-              db,
-              async (tx) => {
-                const [{ pid }] = await tx.$queryRawUnsafe<[{ pid: number }]>("SELECT pg_backend_pid() AS pid");
-                process.kill(pid, "SIGSTOP");
-                setTimeout(() => process.kill(pid, "SIGCONT"), 1_500);
-                await tx.job.count({ where: { host } });
-                await tx.job.count({ where: { host } });
-                return { unreachable: true };
-              },
-              { timeout: 500, attempts: 1 },
-            ),
-          events,
-        );
-        await until("the job to fail", async () => (await queue.get(db, job.id))?.state === "failed");
-        await worker.stop();
+    it("records UNAVAILABLE when the database stopped answering until the handler's transaction expired", async () => {
+      const db = outage.catalog.db;
+      const queue = new JobQueue(db);
+      const agent = await makeAgent(db, "hung");
+      const host = uniqueName("hung");
+      const job = (await queue.enqueue(db, {
+        kind: "restore",
+        host,
+        agentId: agent.scope.agentId,
+        data: {},
+        retry: { maxAttempts: 1 },
+      }))!;
+      const events: WorkerEvent[] = [];
+      const worker = runWorker(
+        queue,
+        host,
+        () =>
+          inTransaction(
+            db,
+            async (tx) => {
+              const [{ pid }] = await tx.$queryRawUnsafe<[{ pid: number }]>("SELECT pg_backend_pid() AS pid");
+              process.kill(pid, "SIGSTOP");
+              setTimeout(() => process.kill(pid, "SIGCONT"), 1_500);
+              await tx.job.count({ where: { host } });
+              await tx.job.count({ where: { host } });
+              return { unreachable: true };
+            },
+            { timeout: 500, attempts: 1 },
+          ),
+        events,
+      );
+      await until("the job to fail", async () => (await queue.get(db, job.id))?.state === "failed");
+      await worker.stop();
 
-        const failed = (await queue.get(db, job.id))!;
-        expect(failed.error).toEqual({
-          code: "UNAVAILABLE",
-          message: "The catalog database was unreachable during the job.",
-          hint: expect.any(String),
-          retryable: true,
-        });
-        expectNoInternalText([failed.error, failed.attemptErrors, await storedErrors(db, job.id)]);
-        const thrown = events.find((e) => e.type === "failed" && e.job.id === job.id);
-        expect(thrown?.type === "failed" && String((thrown.error as Error).message)).toMatch(/expired transaction/);
-      },
-      60_000,
-    );
+      const failed = (await queue.get(db, job.id))!;
+      expect(failed.error).toEqual({
+        code: "UNAVAILABLE",
+        message: "The catalog database was unreachable during the job.",
+        hint: expect.any(String),
+        retryable: true,
+      });
+      expectNoInternalText([failed.error, failed.attemptErrors, await storedErrors(db, job.id)]);
+      const thrown = events.find((e) => e.type === "failed" && e.job.id === job.id);
+      expect(thrown?.type === "failed" && String((thrown.error as Error).message)).toMatch(/expired transaction/);
+    }, 60_000);
   });
 }
