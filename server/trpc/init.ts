@@ -250,6 +250,24 @@ export const agentProcedure = t.procedure.meta({ audience: "agent" }).use(
   }),
 );
 
+/**
+ * Procedures agents and signed-in staff both call, each answered with its own view (ctx.viewer):
+ * a dashboard session makes the caller staff, else an agent token is needed. Listed with the
+ * agent procedures, so the REST surface and its document carry them.
+ */
+export const agentOrStaffProcedure = t.procedure.meta({ audience: "agent" }).use(
+  gate(async (ctx) => {
+    if (ctx.user) return { viewer: { user: ctx.user } };
+    const agent = await authenticateAgent(ctx.db, ctx.authorization);
+    if (!agent) {
+      throw new StrataError("UNAUTHORIZED", "A valid agent token (or a dashboard session) is required.", {
+        hint: "Send Authorization: Bearer <token>; `strata agent create NAME` prints a token.",
+      });
+    }
+    return { viewer: { agent } };
+  }),
+);
+
 /** Procedures for signed-in dashboard users whose role may do `action`. Agent tokens never pass. */
 function roleProcedure(action: StaffAction) {
   return t.procedure.meta({ audience: "staff" }).use(
