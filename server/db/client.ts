@@ -130,8 +130,10 @@ export function openCatalog(url: string, options: OpenOptions = {}): CatalogHand
     // leaves the pool, which opens another on next use. Without a listener pg raises it as an
     // unhandled 'error' that ends the process: Prisma's adapter adds one only once Prisma has
     // connected, which a process running only the pool's own statements (the acquire) never did.
+    // Logged at debug: the pool replaces the connection by itself, and an outage has its own
+    // lines (server/jobs/outage-log.ts) instead of one per pooled connection.
     pool.on("error", (error) =>
-      logger().warn(
+      logger().debug(
         // An expected event, not a defect: its SQLSTATE (57P01 for a terminated backend) and message, no stack.
         { sqlState: (error as { code?: unknown }).code, message: scrubText(error.message) },
         "the catalog lost an idle PostgreSQL connection",
