@@ -77,6 +77,7 @@ import { serveApp } from "../server/testing/http-server.ts";
 import type { ClientsReply, ClientsRequest, HttpClient } from "./bench-acquire-clients.ts";
 import { AGENTS, runLoad, type Load, type LoadResult, type Shape } from "./bench-acquire-load.ts";
 import { startMachineProbe, type MachineFigures } from "./bench-machine-probe.ts";
+import { percentile } from "./stats.ts";
 import type { RestorePlan } from "../server/domain/views.ts";
 import type { StatementRunner } from "../server/db/dialect.ts";
 import { runAcquireStatement } from "../server/db/statements/acquire.ts";
@@ -364,12 +365,6 @@ async function backendPids(catalog: TestCatalog): Promise<number[]> {
 }
 
 const loadName = (load: Load) => (load.rate === null ? "closed" : `${load.rate}/s`);
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, index)] ?? Number.NaN;
-}
 
 /**
  * Runs one load's acquires (offset … offset + total - 1) and reports their latencies, and the CPU

@@ -29,7 +29,8 @@ import { captureCheckout, type CaptureResult } from "../server/git/capture.ts";
 import { startProcess } from "../server/git/process.ts";
 import { createGitRunner } from "../server/git/runner.ts";
 import type { CaptureManifest } from "../server/domain/capture-manifest.ts";
-import { PER_DIR, filePath, git, loadAverage, median } from "./bench-repo.ts";
+import { PER_DIR, filePath, git, loadAverage } from "./bench-repo.ts";
+import { median, percentile } from "./stats.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);
@@ -159,11 +160,6 @@ function runStrata(args: string[], env: Record<string, string>, scratch: string)
       resolve({ ms, rssKiB, code, stdout, stderr });
     });
   });
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
 interface ProcessRow {

@@ -17,6 +17,7 @@ import { collectGarbage } from "../server/gc/collect-garbage.ts";
 import { publishSnapshot } from "../server/content/layers.ts";
 import { retireSnapshot } from "../server/lineage/retirement.ts";
 import { ageBlobs, createCapturingSnapshot, createOwner, storeBytes, type Owner } from "../server/testing/content.ts";
+import { percentile } from "./stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -35,10 +36,6 @@ const INDEPENDENT = Number(values.independent);
 const CHAIN = Number(values.chain);
 const DURING = Number(values.during);
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-}
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 async function newLayer(db: Db, owner: Owner, parentUuid: string | null, kind = "patch"): Promise<LayerDescriptor> {

@@ -1,5 +1,5 @@
 // What the git benchmarks share: a git runner for setting up, the generated repository's file
-// names and contents, timing, medians and the machine's load.
+// names and contents, timing and the machine's load.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -20,12 +20,6 @@ export function git(cwd: string, args: string[], env: Record<string, string> = {
     },
     maxBuffer: 1 << 30,
   }).toString();
-}
-
-export function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
 /** The path of generated file i: 100 files a directory. */

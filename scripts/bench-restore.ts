@@ -27,7 +27,8 @@ import { objectStoresDirectory } from "../server/git/host-object-store.ts";
 import { memoryBlobSource } from "../server/git/restore-blobs.ts";
 import { restoreWorktree, type RestoreOptions, type RestoreReport } from "../server/git/restore.ts";
 import { realContent, realPath, writeRealHistory } from "./bench-real-repo.ts";
-import { filePath, git, loadAverage, median, timed, writeGeneratedFiles } from "./bench-repo.ts";
+import { filePath, git, loadAverage, timed, writeGeneratedFiles } from "./bench-repo.ts";
+import { median } from "./stats.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);

@@ -30,7 +30,8 @@ import type { RestorePort } from "../server/restore/restore-snapshot.ts";
 import { openWorktreePool, type WorktreePool } from "../server/worktrees/pool.ts";
 import { resumeCheckouts, type ResumeResult } from "../server/worktrees/resume-checkouts.ts";
 import { releaseWorktree } from "../server/worktrees/take-worktree.ts";
-import { filePath, git, loadAverage, median, timed, writeGeneratedFiles } from "./bench-repo.ts";
+import { filePath, git, loadAverage, timed, writeGeneratedFiles } from "./bench-repo.ts";
+import { median } from "./stats.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);
 const CHANGED = Number(process.env.BENCH_CHANGED ?? 200);

@@ -30,7 +30,8 @@ import type { DatabaseKind } from "../server/db/client.ts";
 import { JobQueue } from "../server/jobs/queue.ts";
 import { createTestCatalog, type TestCatalog } from "../server/testing/catalog.ts";
 import { freePort } from "../server/testing/ports.ts";
-import { loadAverage, median } from "./bench-repo.ts";
+import { loadAverage } from "./bench-repo.ts";
+import { median, percentile } from "./stats.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const STRATA = join(ROOT, "cli", "strata.mjs");
@@ -205,11 +206,6 @@ async function runCase(which: Case, catalog: TestCatalog, dataDir: string): Prom
           ? [await app(true)]
           : [await app(false), await app(false), await worker(), await worker(), await worker()];
   return Promise.all(starts.map((start) => start()));
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;

@@ -18,6 +18,7 @@ import { openCatalog } from "../server/db/client.ts";
 import { migrate } from "../server/db/migrate.ts";
 import { createUser } from "../server/auth/dashboard-auth.ts";
 import { seedLargeRepository } from "./dashboard-seed.ts";
+import { median } from "./stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -68,12 +69,6 @@ async function waitForHealth(server: ChildProcess, timeoutMs: number) {
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new Error("the app did not answer within the time limit");
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 const REPOSITORY = "github.com/acme/monorepo";

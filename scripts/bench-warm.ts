@@ -23,7 +23,8 @@ import type { DatabaseKind } from "../server/db/client.ts";
 import { acquireAndRestore, localRestorePort } from "../server/restore/restore-snapshot.ts";
 import { createTestCatalog } from "../server/testing/catalog.ts";
 import { makeAgent } from "../server/testing/lineage.ts";
-import { git, loadAverage, median, timed } from "./bench-repo.ts";
+import { git, loadAverage, timed } from "./bench-repo.ts";
+import { median } from "./stats.ts";
 
 const { values } = parseArgs({
   options: { rounds: { type: "string", default: "5" }, db: { type: "string", default: "sqlite" } },

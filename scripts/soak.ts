@@ -29,6 +29,7 @@ import pg from "pg";
 import { freePort } from "../server/testing/ports.ts";
 import { git } from "../server/testing/repos.ts";
 import { startPrivatePostgres, type PrivatePostgres } from "../server/testing/private-postgres.ts";
+import { percentile } from "./stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -211,11 +212,6 @@ interface RestoreOp {
   tree: string;
   jobId: string | null;
   restoreId: string | null;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 async function main(): Promise<void> {
