@@ -35,6 +35,15 @@ export interface Dialect {
   /** The clock inside a transaction: its start on PostgreSQL (as a queue's leases need), the statement's on SQLite. */
   transactionNow(db: Db): Promise<Date>;
   /**
+   * Timestamps inside one statement, in the form the DateTime columns store (UTC): the database
+   * clock, a bound Date parameter, and a timestamp plus a number of seconds (both SQL).
+   */
+  readonly timestamps: {
+    readonly now: string;
+    param(placeholder: string): string;
+    plusSeconds(timestamp: string, seconds: string): string;
+  };
+  /**
    * Reads one row by id, locked until the transaction ends (`FOR UPDATE` / `FOR SHARE` on
    * PostgreSQL); null when there is no such row. `columns` is SQL, written by the caller.
    */
@@ -150,6 +159,13 @@ export function sqliteDialect(adapter: () => Promise<SqlDriverAdapter>): Dialect
     indexedBy: (index) => ` INDEXED BY ${index}`,
     now: clock,
     transactionNow: clock,
+    // Prisma stores a DateTime as ISO text with "+00:00", and compares it as text.
+    timestamps: {
+      now: `strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')`,
+      param: (placeholder) => placeholder,
+      plusSeconds: (timestamp, seconds) =>
+        `strftime('%Y-%m-%dT%H:%M:%f+00:00', ${timestamp}, '+' || ${seconds} || ' seconds')`,
+    },
     async lockRow<T extends object>(tx: Db, table: LockableTable, id: string, columns: string) {
       const rows = await tx.$queryRawUnsafe<T[]>(`SELECT ${columns} FROM ${table} WHERE id = ?`, id);
       return rows[0] ?? null;
@@ -229,6 +245,12 @@ export function postgresDialect(pool: pg.Pool): Dialect {
     indexedBy: () => "",
     now: clock("SELECT clock_timestamp() AS now"),
     transactionNow: clock("SELECT now() AS now"),
+    // The columns are `timestamp(3)` holding UTC: now() is read in UTC, whatever the session's zone.
+    timestamps: {
+      now: `(now() AT TIME ZONE 'UTC')`,
+      param: (placeholder) => `CAST(${placeholder} AS timestamp(3))`,
+      plusSeconds: (timestamp, seconds) => `(${timestamp} + ${seconds} * interval '1 second')`,
+    },
     async lockRow<T extends object>(
       tx: Db,
       table: LockableTable,

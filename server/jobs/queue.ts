@@ -1,13 +1,16 @@
 // The job queue: the `jobs` table is the queue on both databases. A worker claims the oldest
-// runnable row of its host (then a host-less one) with a conditional update, inside a
-// transaction that took the row with `FOR UPDATE SKIP LOCKED` on PostgreSQL or under the
-// database's write lock on SQLite (server/db/statements/jobs.ts). A job is enqueued in the caller's
+// runnable row of its host (then a host-less one) in one `UPDATE … RETURNING` over a select
+// that takes the row `FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite serializes writes
+// (server/db/statements/jobs.ts). A job is enqueued in the caller's
 // transaction, so it exists exactly when the catalog write that asked for it commits.
 // docs/workers.md says why this replaced pg-boss.
 //
 // Every operation of a claim holder is fenced on its attempt number and its name, so a worker
 // whose claim expired (killed, partitioned, too slow) or was reclaimed can no longer complete,
 // fail or report on the job.
+//
+// Leases, backoffs and every stamp are on the database clock, which every process sharing the
+// catalog agrees on; a test injects a clock (JobClock) to move time forward without sleeping.
 //
 // A job that ends without doing its work (failed for good, cancelled, its last claim expired or
 // reclaimed) runs its kind's finalizer in the same transaction (job-finalizers.ts).
@@ -18,7 +21,7 @@
 import { randomUUID } from "node:crypto";
 import { inTransaction, type Db } from "../db/client.ts";
 import { dialectOf, type Dialect } from "../db/dialect.ts";
-import { nextRunnableJobId } from "../db/statements/jobs.ts";
+import { claimNextJob, type RawJobRow } from "../db/statements/jobs.ts";
 import { isUniqueViolation, RetryTransaction } from "../db/errors.ts";
 import { Prisma } from "../db/generated/postgres/client.ts";
 import type { ErrorCode } from "../domain/errors.ts";
@@ -65,6 +68,57 @@ const jobRowSelect = {
   finishedAt: true,
 } satisfies Prisma.JobSelect;
 type JobRow = Prisma.JobGetPayload<{ select: typeof jobRowSelect }>;
+
+/**
+ * A job row a raw statement returned (columns aliased to the model's names) in Prisma's shape:
+ * SQLite may return integers as bigint, JSON as text and dates as text.
+ */
+function jobRowOf(raw: RawJobRow): JobRow {
+  const int = (key: string) => Number(raw[key]);
+  const text = (key: string) => (raw[key] === null || raw[key] === undefined ? null : String(raw[key]));
+  const date = (key: string) => {
+    const value = raw[key];
+    return value === null || value === undefined ? null : new Date(value as string | number | Date);
+  };
+  const json = (key: string): Prisma.JsonValue => {
+    const value = raw[key];
+    if (typeof value !== "string") return (value ?? null) as Prisma.JsonValue;
+    try {
+      return JSON.parse(value) as Prisma.JsonValue;
+    } catch {
+      return value;
+    }
+  };
+  return {
+    id: String(raw.id),
+    kind: String(raw.kind),
+    host: text("host"),
+    agentId: text("agentId"),
+    state: String(raw.state),
+    data: json("data"),
+    progress: json("progress"),
+    memo: json("memo"),
+    result: json("result"),
+    error: json("error"),
+    attemptErrors: json("attemptErrors"),
+    attempts: int("attempts"),
+    maxAttempts: int("maxAttempts"),
+    backoffMs: int("backoffMs"),
+    backoffMaxMs: int("backoffMaxMs"),
+    leaseSeconds: int("leaseSeconds"),
+    runAfter: date("runAfter")!,
+    claimedBy: text("claimedBy"),
+    leaseExpiresAt: date("leaseExpiresAt"),
+    createdAt: date("createdAt")!,
+    startedAt: date("startedAt"),
+    finishedAt: date("finishedAt"),
+  };
+}
+
+/** The time a queue reads; the database's clock unless a test injects one. */
+export interface JobClock {
+  now(): Date;
+}
 
 function toJobView(row: JobRow): JobView {
   return {
@@ -156,12 +210,14 @@ export interface ListJobsFilter {
 export class JobQueue {
   /**
    * The queue of a catalog client; `retry` overrides the default policy of the jobs it enqueues,
-   * `finalizers` what a job kind settles when its job ends without doing its work.
+   * `finalizers` what a job kind settles when its job ends without doing its work, `clock` the
+   * time it reads instead of the database's (tests).
    */
   constructor(
     readonly db: Db,
     retry: Partial<RetryPolicy> = {},
     private readonly finalizers: JobFinalizers = JOB_FINALIZERS,
+    private readonly clock: JobClock | null = null,
   ) {
     // Taken from the catalog client once: a caller's transaction handed to enqueue may be one
     // Prisma opened directly, which carries no dialect.
@@ -172,6 +228,11 @@ export class JobQueue {
   private readonly defaults: RetryPolicy;
 
   readonly dialect: Dialect;
+
+  /** The queue's time inside `tx`: the injected clock's, else the database's. */
+  private async now(tx: Db): Promise<Date> {
+    return this.clock ? this.clock.now() : this.dialect.transactionNow(tx);
+  }
 
   /**
    * Records a job inside `db`, which may be the caller's transaction: the job exists exactly
@@ -184,7 +245,7 @@ export class JobQueue {
         const existing = await tx.job.findUnique({ where: { dedupeKey: job.dedupeKey }, select: { id: true } });
         if (existing) return null;
       }
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       let row: JobRow;
       try {
         row = await tx.job.create({
@@ -216,16 +277,9 @@ export class JobQueue {
 
   /** Claims the next runnable job for `host`: its own first, then host-less maintenance. */
   async fetch(opts: { host: string; workerId: string }): Promise<ClaimedJob | null> {
-    let row: JobRow | null = null;
-    for (const target of [opts.host, null]) {
-      row = await inTransaction(this.db, async (tx) => {
-        const now = await this.dialect.transactionNow(tx);
-        const id = await nextRunnableJobId(tx, target, now);
-        return id === null ? null : this.claim(tx, id, opts.workerId, now);
-      });
-      if (row) break;
-    }
-    if (!row) return null;
+    const raw = await claimNextJob(this.db, { ...opts, now: this.clock?.now() ?? null });
+    if (!raw) return null;
+    const row = jobRowOf(raw);
     return {
       ...toJobView(row),
       attempt: row.attempts,
@@ -233,25 +287,6 @@ export class JobQueue {
       leaseSeconds: row.leaseSeconds,
       memo: row.memo,
     };
-  }
-
-  /** Takes a runnable job for `workerId`: the next attempt, fenced on the attempts it saw. */
-  private async claim(tx: Db, id: string, workerId: string, now: Date): Promise<JobRow | null> {
-    const seen = await tx.job.findUnique({ where: { id }, select: jobRowSelect });
-    if (!seen || seen.attempts >= seen.maxAttempts) return null;
-    const claimed = await tx.job.updateMany({
-      where: { id, state: { in: [...CLAIMABLE_STATES] }, attempts: seen.attempts },
-      data: {
-        state: "active",
-        attempts: seen.attempts + 1,
-        claimedBy: workerId,
-        leaseExpiresAt: addMs(now, seen.leaseSeconds * 1000),
-        startedAt: now,
-        updatedAt: now,
-      },
-    });
-    if (claimed.count !== 1) throw new RetryTransaction("job claimed concurrently");
-    return tx.job.findUniqueOrThrow({ where: { id }, select: jobRowSelect });
   }
 
   private fence(job: ClaimedJob): Prisma.JobWhereInput {
@@ -264,7 +299,7 @@ export class JobQueue {
    */
   async heartbeat(job: ClaimedJob, progress?: Prisma.InputJsonValue): Promise<boolean> {
     return inTransaction(this.db, async (tx) => {
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       const renewed = await tx.job.updateMany({
         where: this.fence(job),
         data: {
@@ -290,7 +325,7 @@ export class JobQueue {
    */
   async complete(job: ClaimedJob, result: Prisma.InputJsonValue, db: Db = this.db): Promise<boolean> {
     return inTransaction(db, async (tx) => {
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       const done = await tx.job.updateMany({
         where: this.fence(job),
         // The causes of earlier attempts stay in attempt_errors; the job itself has no error.
@@ -339,7 +374,7 @@ export class JobQueue {
    */
   async fail(job: ClaimedJob, failure: JobFailure): Promise<FailOutcome> {
     return inTransaction(this.db, async (tx) => {
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       const row = await tx.job.findFirst({ where: this.fence(job), select: jobRowSelect });
       if (!row) return this.lateFailure(tx, job, failure, now);
       const outcome = failure.retryable && row.attempts < row.maxAttempts ? "retry" : "failed";
@@ -403,7 +438,7 @@ export class JobQueue {
       const row = await tx.job.findFirst({ where, select: jobRowSelect });
       if (!row) return null;
       if (!(CANCELLABLE_STATES as readonly string[]).includes(row.state)) return toJobView(row);
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       const moved = await tx.job.updateMany({
         where: { id, state: row.state, attempts: row.attempts },
         data: { state: "cancelled", leaseExpiresAt: null, finishedAt: now, updatedAt: now },
@@ -421,7 +456,7 @@ export class JobQueue {
    */
   async expire(): Promise<number> {
     return inTransaction(this.db, async (tx) => {
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       const expired = await tx.job.findMany({
         where: { state: "active", leaseExpiresAt: { lt: now } },
         select: jobRowSelect,
@@ -456,7 +491,7 @@ export class JobQueue {
       const where = { id: seen.id, state: seen.state, attempts: seen.attempts };
       const row = await tx.job.findFirst({ where, select: jobRowSelect });
       if (!row) return false;
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       const recorded = {
         code: error.code,
         message: error.message.slice(0, 2000),
@@ -496,7 +531,7 @@ export class JobQueue {
     }
     if (dead.length === 0) return [];
     return inTransaction(this.db, async (tx) => {
-      const now = await this.dialect.transactionNow(tx);
+      const now = await this.now(tx);
       const reclaimed: ReclaimedJob[] = [];
       for (const seen of dead) {
         const row = await tx.job.findFirst({
