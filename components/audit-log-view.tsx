@@ -1,10 +1,9 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { PagedFooter, nextCursor, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, ShortId, When } from "./query-view.tsx";
+import { QueryView, ShortId, When } from "./query-view.tsx";
 
 type Context = { repositoryId: string; repositoryName: string; workContextId: string | null } | null;
 
@@ -55,15 +54,16 @@ export function AuditLogView() {
   const trpc = useTRPC();
   const [action, setAction] = useState("");
   const [actorType, setActorType] = useState<"" | "user" | "agent" | "system">("");
-  const size = usePageSize(50);
-  const query = useInfiniteQuery(
-    trpc.dashboard.audit.infiniteQueryOptions(
-      { limit: size, action: action || undefined, actorType: actorType || undefined },
-      { getNextPageParam: (page) => page.nextCursor ?? undefined },
-    ),
+  const paged = usePagedQuery(
+    50,
+    (limit) =>
+      trpc.dashboard.audit.infiniteQueryOptions(
+        { limit, action: action || undefined, actorType: actorType || undefined },
+        { getNextPageParam: nextCursor },
+      ),
+    (p) => p.items,
   );
-  const rows = query.data?.pages.flatMap((p) => p.items);
-  const actions = query.data?.pages[0]?.actions ?? [];
+  const actions = paged.firstPage?.actions ?? [];
   return (
     <>
       <form className="filters" aria-label="Audit log filters" onSubmit={(e) => e.preventDefault()}>
@@ -89,7 +89,7 @@ export function AuditLogView() {
         </label>
       </form>
       <QueryView
-        query={{ data: rows, isPending: query.isPending, error: query.error }}
+        query={paged.list}
         isEmpty={(r) => r.length === 0}
         empty={{
           title: "Nothing in the audit log yet",
@@ -134,8 +134,7 @@ export function AuditLogView() {
                 ))}
               </tbody>
             </table>
-            <LoadMore query={query} />
-            <PageSizePicker size={size} shown={items.length} />
+            <PagedFooter paged={paged} shown={items.length} />
           </div>
         )}
       </QueryView>

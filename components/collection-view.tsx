@@ -2,14 +2,14 @@
 // The garbage-collection page: the worker's schedule; for admins, a dry run that says what a
 // collection would delete and free, then a confirmation naming those figures before the real
 // run, whose figures are shown beside the preview's; the run log of dry and real runs.
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import { useState } from "react";
 import type { AppRouter } from "~/server/trpc/root.ts";
 import { Dialog } from "./dialog.tsx";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { PagedFooter, nextCursor, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
 import { useCan } from "./viewer.tsx";
 
 type CollectResult = inferRouterOutputs<AppRouter>["dashboard"]["runCollection"];
@@ -340,19 +340,16 @@ export function CollectionView() {
 
 function RunLog() {
   const trpc = useTRPC();
-  const size = usePageSize(25);
-  const query = useInfiniteQuery(
-    trpc.dashboard.collectionRuns.infiniteQueryOptions(
-      { limit: size },
-      { getNextPageParam: (page) => page.nextCursor ?? undefined },
-    ),
+  const paged = usePagedQuery(
+    25,
+    (limit) => trpc.dashboard.collectionRuns.infiniteQueryOptions({ limit }, { getNextPageParam: nextCursor }),
+    (p) => p.runs,
   );
-  const rows = query.data?.pages.flatMap((p) => p.runs);
   return (
     <>
       <h2>Run log</h2>
       <QueryView
-        query={{ data: rows, isPending: query.isPending, error: query.error }}
+        query={paged.list}
         isEmpty={(r) => r.length === 0}
         empty={{
           title: "No collection runs yet",
@@ -409,8 +406,7 @@ function RunLog() {
                 </tbody>
               </table>
             </div>
-            <LoadMore query={query} />
-            <PageSizePicker size={size} shown={runs.length} />
+            <PagedFooter paged={paged} shown={runs.length} />
           </div>
         )}
       </QueryView>

@@ -1,14 +1,14 @@
 "use client";
 // The queue of restores that came back degraded or unrestored: what each restored, what is
 // missing, the next step; support (and admins) discard one with a reason.
-import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
 import type { AppRouter } from "~/server/trpc/root.ts";
 import { Dialog } from "./dialog.tsx";
-import { LoadMore, QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { PagedFooter, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
 import { useCan } from "./viewer.tsx";
 
@@ -144,21 +144,22 @@ export function DegradedRestoresView() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [status, setStatus] = useState<"open" | "discarded">("open");
-  const size = usePageSize(50);
-  const query = useInfiniteQuery(
-    trpc.degradedRestore.list.infiniteQueryOptions(
-      { status, limit: size },
-      {
-        // The list is plain: a full page may have more after its last item.
-        getNextPageParam: (page) => {
-          const last = page.at(-1);
-          const at = last ? (status === "open" ? last.createdAt : last.discardedAt) : null;
-          return page.length === size && last && at ? { at, id: last.id } : undefined;
+  const paged = usePagedQuery(
+    50,
+    (limit) =>
+      trpc.degradedRestore.list.infiniteQueryOptions(
+        { status, limit },
+        {
+          // The list is plain: a full page may have more after its last item.
+          getNextPageParam: (page) => {
+            const last = page.at(-1);
+            const at = last ? (status === "open" ? last.createdAt : last.discardedAt) : null;
+            return page.length === limit && last && at ? { at, id: last.id } : undefined;
+          },
         },
-      },
-    ),
+      ),
+    (page) => page,
   );
-  const rows = query.data?.pages.flat();
   const canDiscard = useCan("discard");
   const [discarding, setDiscarding] = useState<Item | null>(null);
   const [reason, setReason] = useState("");
@@ -193,7 +194,7 @@ export function DegradedRestoresView() {
         </p>
       ) : null}
       <QueryView
-        query={{ data: rows, isPending: query.isPending, error: query.error }}
+        query={paged.list}
         isEmpty={(rows) => rows.length === 0}
         empty={{
           title: status === "open" ? "No degraded restores waiting" : "Nothing discarded yet",
@@ -213,8 +214,7 @@ export function DegradedRestoresView() {
                 <NoticeCard key={item.id} item={item} onDiscard={canDiscard ? setDiscarding : undefined} />
               ))}
             </div>
-            <LoadMore query={query} />
-            <PageSizePicker size={size} shown={rows.length} />
+            <PagedFooter paged={paged} shown={rows.length} />
           </>
         )}
       </QueryView>

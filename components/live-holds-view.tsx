@@ -1,10 +1,9 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { PagedFooter, nextCursor, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 
 /**
  * Live holds: paused work contexts that keep their live workspace, where and until when. Each
@@ -13,15 +12,12 @@ import { LoadMore, QueryView, ShortId, StateBadge, When } from "./query-view.tsx
 export function LiveHoldsView() {
   const trpc = useTRPC();
   const [status, setStatus] = useState<"active" | "all">("active");
-  const size = usePageSize(100);
-  const query = useInfiniteQuery(
-    trpc.dashboard.liveHolds.infiniteQueryOptions(
-      { status, limit: size },
-      { getNextPageParam: (page) => page.nextCursor ?? undefined },
-    ),
+  const paged = usePagedQuery(
+    100,
+    (limit) => trpc.dashboard.liveHolds.infiniteQueryOptions({ status, limit }, { getNextPageParam: nextCursor }),
+    (p) => p.holds,
   );
-  const first = query.data?.pages[0];
-  const rows = query.data?.pages.flatMap((p) => p.holds);
+  const first = paged.firstPage;
   return (
     <>
       <form className="filters" aria-label="Live hold filters" onSubmit={(e) => e.preventDefault()}>
@@ -50,7 +46,7 @@ export function LiveHoldsView() {
         </div>
       ) : null}
       <QueryView
-        query={{ data: rows, isPending: query.isPending, error: query.error }}
+        query={paged.list}
         isEmpty={(holds) => holds.length === 0}
         empty={{
           title: "No live holds",
@@ -123,8 +119,7 @@ export function LiveHoldsView() {
                 ))}
               </tbody>
             </table>
-            <LoadMore query={query} />
-            <PageSizePicker size={size} shown={holds.length} />
+            <PagedFooter paged={paged} shown={holds.length} />
           </div>
         )}
       </QueryView>

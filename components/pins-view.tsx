@@ -1,11 +1,10 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { PinHoldCells, PinId } from "./pin-cells.tsx";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { PagedFooter, nextCursor, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, ShortId, StateBadge, formatBytes } from "./query-view.tsx";
+import { QueryView, ShortId, StateBadge, formatBytes } from "./query-view.tsx";
 
 type Status = "all" | "active" | "closed";
 
@@ -13,15 +12,13 @@ export function PinsView() {
   const trpc = useTRPC();
   const [status, setStatus] = useState<Status>("active");
   const [keepingRetired, setKeepingRetired] = useState(false);
-  const size = usePageSize(100);
-  const query = useInfiniteQuery(
-    trpc.dashboard.pins.infiniteQueryOptions(
-      { status, keepingRetired, limit: size },
-      { getNextPageParam: (page) => page.nextCursor ?? undefined },
-    ),
+  const paged = usePagedQuery(
+    100,
+    (limit) =>
+      trpc.dashboard.pins.infiniteQueryOptions({ status, keepingRetired, limit }, { getNextPageParam: nextCursor }),
+    (p) => p.pins,
   );
-  const first = query.data?.pages[0];
-  const rows = query.data?.pages.flatMap((p) => p.pins);
+  const first = paged.firstPage;
   return (
     <>
       <form className="filters" aria-label="Pin filters" onSubmit={(e) => e.preventDefault()}>
@@ -66,7 +63,7 @@ export function PinsView() {
         </div>
       ) : null}
       <QueryView
-        query={{ data: rows, isPending: query.isPending, error: query.error }}
+        query={paged.list}
         isEmpty={(rows) => rows.length === 0}
         empty={{
           title: keepingRetired ? "No pin keeps a retired snapshot" : "No pins",
@@ -129,8 +126,7 @@ export function PinsView() {
                 ))}
               </tbody>
             </table>
-            <LoadMore query={query} />
-            <PageSizePicker size={size} shown={rows.length} />
+            <PagedFooter paged={paged} shown={rows.length} />
           </div>
         )}
       </QueryView>

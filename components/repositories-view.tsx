@@ -1,23 +1,19 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { PagedFooter, nextCursor, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, When } from "./query-view.tsx";
+import { QueryView, When } from "./query-view.tsx";
 
 export function RepositoriesView() {
   const trpc = useTRPC();
-  const size = usePageSize(100);
-  const query = useInfiniteQuery(
-    trpc.browse.repositories.infiniteQueryOptions(
-      { limit: size },
-      { getNextPageParam: (page) => page.nextCursor ?? undefined },
-    ),
+  const paged = usePagedQuery(
+    100,
+    (limit) => trpc.browse.repositories.infiniteQueryOptions({ limit }, { getNextPageParam: nextCursor }),
+    (p) => p.items,
   );
-  const rows = query.data?.pages.flatMap((p) => p.items);
   return (
     <QueryView
-      query={{ data: rows, isPending: query.isPending, error: query.error }}
+      query={paged.list}
       isEmpty={(rows) => rows.length === 0}
       empty={{
         title: "No repositories yet",
@@ -61,8 +57,7 @@ export function RepositoriesView() {
               ))}
             </tbody>
           </table>
-          <LoadMore query={query} />
-          <PageSizePicker size={size} shown={rows.length} />
+          <PagedFooter paged={paged} shown={rows.length} />
         </div>
       )}
     </QueryView>

@@ -1,23 +1,19 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { PagedFooter, nextCursor, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
+import { QueryView, ShortId, StateBadge, When } from "./query-view.tsx";
 
 export function RestoresView() {
   const trpc = useTRPC();
-  const size = usePageSize(100);
-  const query = useInfiniteQuery(
-    trpc.browse.restores.infiniteQueryOptions(
-      { limit: size },
-      { getNextPageParam: (page) => page.nextCursor ?? undefined },
-    ),
+  const paged = usePagedQuery(
+    100,
+    (limit) => trpc.browse.restores.infiniteQueryOptions({ limit }, { getNextPageParam: nextCursor }),
+    (p) => p.items,
   );
-  const rows = query.data?.pages.flatMap((p) => p.items);
   return (
     <QueryView
-      query={{ data: rows, isPending: query.isPending, error: query.error }}
+      query={paged.list}
       isEmpty={(rows) => rows.length === 0}
       empty={{
         title: "No restores yet",
@@ -76,8 +72,7 @@ export function RestoresView() {
               ))}
             </tbody>
           </table>
-          <LoadMore query={query} />
-          <PageSizePicker size={size} shown={rows.length} />
+          <PagedFooter paged={paged} shown={rows.length} />
         </div>
       )}
     </QueryView>

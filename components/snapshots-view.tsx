@@ -1,22 +1,18 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { PageSizePicker, usePageSize } from "./paging.tsx";
+import { PagedFooter, nextCursor, usePagedQuery } from "./paging.tsx";
 import { useTRPC } from "./trpc.tsx";
-import { LoadMore, QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
+import { QueryView, ShortId, StateBadge, When, formatBytes } from "./query-view.tsx";
 
 export function SnapshotsView() {
   const trpc = useTRPC();
   const [includeRetired, setIncludeRetired] = useState(false);
-  const size = usePageSize(50);
-  const query = useInfiniteQuery(
-    trpc.browse.snapshots.infiniteQueryOptions(
-      { includeRetired, limit: size },
-      { getNextPageParam: (page) => page.nextCursor ?? undefined },
-    ),
+  const paged = usePagedQuery(
+    50,
+    (limit) => trpc.browse.snapshots.infiniteQueryOptions({ includeRetired, limit }, { getNextPageParam: nextCursor }),
+    (p) => p.items,
   );
-  const rows = query.data?.pages.flatMap((p) => p.items);
   return (
     <>
       <label style={{ display: "inline-flex", gap: 6, marginBottom: 12 }}>
@@ -24,7 +20,7 @@ export function SnapshotsView() {
         Show retired and deleted snapshots
       </label>
       <QueryView
-        query={{ data: rows, isPending: query.isPending, error: query.error }}
+        query={paged.list}
         isEmpty={(r) => r.length === 0}
         empty={{
           title: "No snapshots yet",
@@ -80,8 +76,7 @@ export function SnapshotsView() {
                 ))}
               </tbody>
             </table>
-            <LoadMore query={query} />
-            <PageSizePicker size={size} shown={items.length} />
+            <PagedFooter paged={paged} shown={items.length} />
           </div>
         )}
       </QueryView>
