@@ -2,8 +2,8 @@
 // suspended with SIGSTOP, racing for a worktree, judging with a clock days off.
 // Run: node --import tsx server/testing/pool-process.ts '<json>' with
 // json = { dir, host?, skewMs?, timings? }. It prints {"ready":…} once, then answers each JSON
-// line on stdin ({ op: "take" | "check" | "assert" | "release" | "list" | "prune" | "offset", … })
-// with one JSON line.
+// line on stdin ({ op: "take" | "check" | "assert" | "release" | "list" | "prune" | "offset" |
+// "advance", … }) with one JSON line.
 import { createInterface } from "node:readline";
 import type { LeaseTimings } from "../worktrees/lease.ts";
 import { listPool } from "../worktrees/list-pool.ts";
@@ -38,15 +38,19 @@ type Request =
       /** How long the reuse check takes (it runs under the worktree's lock): widens a race. */
       reuseMs?: number;
     }
-  | { op: "check" | "assert" | "release" | "list" | "prune" | "offset" };
+  | { op: "check" | "assert" | "release" | "list" | "prune" | "offset" }
+  /** Moves this process's pool time forward by `ms` (lease-timing.test.ts), as if it had passed. */
+  | { op: "advance"; ms: number };
 
 const args = JSON.parse(process.argv[2] ?? "{}") as Args;
 const skew = args.skewMs ?? 0;
+let ahead = 0;
 const pool = await openWorktreePool({
   dir: args.dir,
   host: args.host,
   timings: args.timings,
   localNow: () => Date.now() + skew,
+  aheadMs: () => ahead,
 });
 let held: HeldWorktree | null = null;
 const lost: PooledWorktreeLost[] = [];
@@ -91,6 +95,9 @@ async function answer(request: Request): Promise<unknown> {
       return prunePool(pool);
     case "offset":
       return { offsetMs: await pool.clock.offset() };
+    case "advance":
+      ahead += request.ms;
+      return { aheadMs: ahead };
   }
 }
 

@@ -84,3 +84,18 @@ export function filesystemClock(dir: string, opts: FsClockOptions = {}): FsClock
     },
   };
 }
+
+/**
+ * `clock` moved `aheadMs()` forward: how a test lets minutes of lease time pass without
+ * waiting for them. Production pools never use it.
+ */
+export function advancedClock(clock: FsClock, aheadMs: () => number): FsClock {
+  return {
+    async offset() {
+      return (await clock.offset()) + aheadMs();
+    },
+    async now() {
+      return (await clock.now()) + aheadMs();
+    },
+  };
+}

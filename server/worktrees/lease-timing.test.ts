@@ -1,9 +1,10 @@
 // The lease rules with their real timings (10 s refresh, stale after 30 s, free 60 s after that)
 // and real processes: a holder suspended (SIGSTOP) for 60 s keeps its worktree, one suspended for
-// 100 s loses it to another host sharing the pool, and learns it when it runs again. Both
-// holders are suspended at once, so the test takes about 100 s.
+// 100 s loses it to another host sharing the pool, and learns it when it runs again. The pool's
+// time is moved forward (openWorktreePool's aheadMs, the children's "advance") instead of waited
+// for: the holders are suspended, so nothing refreshes while it moves, as in a real wait.
 import { afterAll, afterEach, expect, it } from "vitest";
-import { killPoolChildren, startPoolChild } from "../testing/pool-children.ts";
+import { killPoolChildren, startPoolChild, type PoolChild } from "../testing/pool-children.ts";
 import { removeTemporaryDirectories, temporaryDirectory } from "../testing/repos.ts";
 import { DEFAULT_LEASE_TIMINGS } from "./lease.ts";
 import { listPool } from "./list-pool.ts";
@@ -15,7 +16,6 @@ afterEach(killPoolChildren);
 afterAll(removeTemporaryDirectories);
 
 const APP: PoolRepository = { identity: "github.com/acme/app", name: "app" };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Taken {
   name: string;
@@ -30,25 +30,38 @@ it("keeps a worktree for a holder suspended 60 s, and loses it after 100 s", asy
   const longTaken = await long.send<Taken>({ op: "take", repository: APP });
   short.suspend();
   long.suspend();
-  const since = Date.now();
-  const until = (ms: number) => sleep(Math.max(0, since + ms - Date.now()));
+  // The time that has passed since the suspension, on every clock of the test.
+  let elapsed = 0;
+  const childAt = new Map<PoolChild, number>([
+    [short, 0],
+    [long, 0],
+  ]);
+  /** Resumes a child and brings its clock to `elapsed` (it was stopped while time moved). */
+  const wake = async (child: PoolChild) => {
+    child.resume();
+    await child.send({ op: "advance", ms: elapsed - childAt.get(child)! });
+    childAt.set(child, elapsed);
+  };
   // Another host sharing the pool: it cannot see these processes, only their leases.
-  const elsewhere = await openWorktreePool({ dir, host: "another-host" });
+  const elsewhere = await openWorktreePool({ dir, host: "another-host", aheadMs: () => elapsed });
   // This machine: it sees that both processes still run.
-  const here = await openWorktreePool({ dir });
+  const here = await openWorktreePool({ dir, aheadMs: () => elapsed });
   const states = async () =>
     Object.fromEntries((await listPool(elsewhere)).worktrees.map((w) => [w.name, w.state] as const));
 
-  await until(60_000);
+  elapsed = 60_000;
   expect(await states()).toEqual({ [shortTaken.name]: "stale", [longTaken.name]: "stale" });
   // Neither is handed to anyone: another host asking for a worktree it would reuse gets a new one.
   const meanwhile = await takeWorktree(elsewhere, APP, { reuse: () => true });
   expect(meanwhile).toMatchObject({ name: "app-3", origin: "new" });
   await releaseWorktree(meanwhile);
-  short.resume();
+  await wake(short);
   expect(await short.send({ op: "check" })).toMatchObject({ held: true });
 
-  await until(100_000);
+  elapsed = 100_000;
+  // The holder that runs again refreshes every 10 s: its last refresh before 100 s.
+  await wake(short);
+  expect(await short.send({ op: "check" })).toMatchObject({ held: true });
   // 100 s without a refresh: free for another host; the holder that ran again meanwhile is held.
   expect(await states()).toMatchObject({ [shortTaken.name]: "held", [longTaken.name]: "free" });
   // On this machine the suspended process still runs, so here it keeps its worktree.
@@ -59,7 +72,7 @@ it("keeps a worktree for a holder suspended 60 s, and loses it after 100 s", asy
   const taker = await takeWorktree(elsewhere, APP, { reuse: (c) => c.name === longTaken.name });
   expect(taker).toMatchObject({ name: longTaken.name, origin: "reused" });
 
-  long.resume();
+  await wake(long);
   expect(await long.send({ op: "check" })).toMatchObject({
     held: false,
     warning: { kind: "pooled-worktree-lost", path: longTaken.path },
@@ -67,4 +80,4 @@ it("keeps a worktree for a holder suspended 60 s, and loses it after 100 s", asy
   expect(await short.send({ op: "check" })).toMatchObject({ held: true });
   expect(await taker.stillHeld()).toBe(true);
   taker.lease.stop();
-}, 150_000);
+}, 60_000);

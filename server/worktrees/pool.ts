@@ -19,7 +19,7 @@ import { readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
-import { filesystemClock, type FsClock } from "./fs-clock.ts";
+import { advancedClock, filesystemClock, type FsClock } from "./fs-clock.ts";
 import { DEFAULT_LEASE_TIMINGS, heartbeatSchema, judgeLease, type LeaseJudgement, type LeaseTimings } from "./lease.ts";
 import {
   createJsonExclusive,
@@ -42,6 +42,8 @@ export interface WorktreePoolOptions {
   timings?: Partial<LeaseTimings>;
   /** This process's clock (tests skew it); ages are judged on the filesystem's clock anyway. */
   localNow?: () => number;
+  /** How far a test has moved the pool's time past the filesystem's clock (ms): leases age without waiting. */
+  aheadMs?: () => number;
 }
 
 interface PoolPaths {
@@ -79,7 +81,8 @@ export async function openWorktreePool(opts: WorktreePoolOptions): Promise<Workt
     tmp: join(state, "tmp"),
   };
   const me = await currentProcess(opts.host);
-  const clock = filesystemClock(state, { localNow: opts.localNow, label: `${me.host}-${me.pid}` });
+  const fsClock = filesystemClock(state, { localNow: opts.localNow, label: `${me.host}-${me.pid}` });
+  const clock = opts.aheadMs ? advancedClock(fsClock, opts.aheadMs) : fsClock;
   return { dir, paths, timings: { ...DEFAULT_LEASE_TIMINGS, ...opts.timings }, me, clock };
 }
 
