@@ -1,19 +1,4 @@
-import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { defineConfig } from "vitest/config";
-
-/**
- * Files named `*-timing.test.ts` wait on real clocks (lease-timing.test.ts sleeps 100 s) and
- * start first, so their waiting overlaps the other files' work. Vitest otherwise starts the
- * largest files first when it has no durations from an earlier run (a clean clone, as in CI),
- * and the small, slow file started last: the run ended with 100 s of it alone.
- */
-class WaitingFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const waits = (file: TestSpecification) => file.moduleId.endsWith("-timing.test.ts");
-    return [...sorted.filter(waits), ...sorted.filter((file) => !waits(file))];
-  }
-}
 
 /**
  * The test files that change process-wide state (the environment, the app's global catalog and
@@ -44,7 +29,6 @@ export default defineConfig({
     // processes, the database, leases that expire in real time), and with two the cores idled
     // through it. The whole run took 1,101 s with two and 873 s with three on the same machine.
     maxWorkers: 3,
-    sequence: { sequencer: WaitingFirst },
     // A project extends this config by merging its arrays into this one's, so include and
     // exclude are given per project only.
     projects: [
