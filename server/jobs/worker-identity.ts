@@ -16,8 +16,7 @@
 // Claims in any other form (an earlier release wrote `host:pid:random`) are never judged dead
 // from here: the lease alone bounds them.
 import { randomUUID } from "node:crypto";
-import { readFile, readlink } from "node:fs/promises";
-import { processAlive, processStartTime } from "../git/process-start.ts";
+import { currentProcess, holderIsGone as processIsGone, type ProcessIdentity } from "../worktrees/process-identity.ts";
 
 export interface WorkerIdentity {
   host: string;
@@ -28,27 +27,18 @@ export interface WorkerIdentity {
   nonce: string;
 }
 
-async function bootId(): Promise<string | null> {
-  try {
-    return (await readFile("/proc/sys/kernel/random/boot_id", "utf8")).trim() || null;
-  } catch {
-    return null;
-  }
-}
-
-async function pidNamespace(): Promise<string | null> {
-  try {
-    // "pid:[4026531836]": keep the number only, so the field holds no separator.
-    return (await readlink("/proc/self/ns/pid")).replace(/\D/g, "") || null;
-  } catch {
-    return null;
-  }
-}
-
 /** The identity of this process as a worker of `host`, with a fresh nonce. */
 export async function currentWorkerIdentity(host: string): Promise<WorkerIdentity> {
-  const [start, boot, pidns] = await Promise.all([processStartTime(process.pid), bootId(), pidNamespace()]);
-  return { host, pid: process.pid, start, boot, pidns, nonce: randomUUID().slice(0, 8) };
+  const me = await currentProcess(host);
+  return {
+    host,
+    pid: me.pid,
+    start: me.startTime,
+    boot: me.bootId,
+    // "pid:[4026531836]": keep the number only, so the field holds no separator.
+    pidns: me.pidNamespace?.replace(/\D/g, "") || null,
+    nonce: randomUUID().slice(0, 8),
+  };
 }
 
 export function formatWorkerId(id: WorkerIdentity): string {
@@ -69,19 +59,14 @@ export function workerIdPrefix(host: string): string {
   return `${host}|`;
 }
 
+function asProcess(id: WorkerIdentity): ProcessIdentity {
+  return { host: id.host, pid: id.pid, startTime: id.start, bootId: id.boot, pidNamespace: id.pidns };
+}
+
 /**
- * Whether the process a claim names has certainly stopped, judged from `self` (a live worker of
- * the same host): the machine rebooted since (another boot id), or, in the same pid namespace,
- * no process has its pid, or the process with its pid started at another time (the pid was
- * reused). Anything that cannot be told (another host, another namespace, an unreadable start
- * time) is "not known dead": the lease decides then.
+ * Whether the worker a claim names has certainly stopped, judged from `self` (a live worker of the
+ * same host): process-identity.ts's `holderIsGone`. What cannot be told, the lease decides.
  */
-export async function holderIsGone(holder: WorkerIdentity, self: WorkerIdentity): Promise<boolean> {
-  if (holder.host !== self.host) return false;
-  if (holder.boot && self.boot && holder.boot !== self.boot) return true;
-  if (!holder.boot || holder.boot !== self.boot) return false;
-  if (!holder.pidns || holder.pidns !== self.pidns) return false;
-  if (!processAlive(holder.pid)) return true;
-  const start = await processStartTime(holder.pid);
-  return holder.start !== null && start !== null && start !== holder.start;
+export function holderIsGone(holder: WorkerIdentity, self: WorkerIdentity): Promise<boolean> {
+  return processIsGone(asProcess(holder), asProcess(self));
 }

@@ -2,7 +2,8 @@
 // it still runs. On Linux a pid is paired with its start time (/proc/<pid>/stat, field 22) and
 // the boot it belongs to, so a later process that got the same pid (after a reboot, a container
 // restart, or simply wrap-around) is never taken for the holder. Where that cannot be read the
-// pid alone is all there is, and lease.ts caps how long it may keep anything.
+// pid alone is all there is, and lease.ts caps how long it may keep anything. The job queue's
+// claims (server/jobs/worker-identity.ts) name their worker by the same identity.
 import { readFile, readlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { z } from "zod";
@@ -70,4 +71,16 @@ export async function holderRuns(
   const now = await processStartTime(holder.pid);
   if (now === null) return "running-unverified";
   return now === holder.startTime ? "running" : "gone";
+}
+
+/**
+ * Whether the process `holder` names has certainly stopped, judged from `me` on the same host: the
+ * machine rebooted since (another boot id), or, with the same boot and pid namespace both known,
+ * `holderRuns` finds it gone. Anything that cannot be told is "not known gone".
+ */
+export async function holderIsGone(holder: ProcessIdentity, me: ProcessIdentity): Promise<boolean> {
+  if (holder.host !== me.host) return false;
+  if (holder.bootId && me.bootId && holder.bootId !== me.bootId) return true;
+  if (!holder.bootId || !holder.pidNamespace) return false;
+  return (await holderRuns(holder, me)) === "gone";
 }
