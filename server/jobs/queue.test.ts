@@ -12,6 +12,17 @@ import { JobQueue } from "./queue.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A queue clock the test moves forward instead of sleeping; it starts at this machine's time. */
+function testClock() {
+  let t = Date.now();
+  return {
+    now: () => new Date(t),
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
 describe("retryDelayMs", () => {
   it("doubles from the base, never exceeds the cap, and jitters within the upper half", () => {
     const policy = { backoffMs: 1_000, backoffMaxMs: 10_000 };
@@ -79,6 +90,8 @@ describeEachDatabase("job queue", (catalog) => {
 
   it("retries a retryable failure after a capped exponential backoff, then fails for good", async () => {
     const h = host();
+    const clock = testClock();
+    const queue = new JobQueue(catalog().db, {}, undefined, clock);
     const job = await queue.enqueue(catalog().db, {
       ...capture(h),
       retry: { maxAttempts: 3, backoffMs: 300, backoffMaxMs: 400 },
@@ -86,22 +99,26 @@ describeEachDatabase("job queue", (catalog) => {
     let claimed = (await queue.fetch({ host: h, workerId: "w" }))!;
     expect(await queue.fail(claimed, { code: "TIMEOUT", message: "slow", retryable: true })).toBe("retry");
     let row = (await queue.get(catalog().db, job!.id))!;
+    const delay = () => row.runAfter.getTime() - clock.now().getTime();
     expect(row.state).toBe("retry");
     expect(row.error).toEqual({ code: "TIMEOUT", message: "slow", hint: null, retryable: true });
     expect(row.attemptErrors).toEqual([
       { attempt: 1, at: expect.any(Date), code: "TIMEOUT", message: "slow", hint: null, retryable: true },
     ]);
     // Not runnable before its backoff (first retry: 150–300 ms).
+    expect(delay()).toBeGreaterThanOrEqual(150);
+    expect(delay()).toBeLessThanOrEqual(300);
+    clock.advance(delay() - 1);
     expect(await queue.fetch({ host: h, workerId: "w" })).toBeNull();
-    await sleep(350);
+    clock.advance(1);
     claimed = (await queue.fetch({ host: h, workerId: "w" }))!;
     expect(claimed.attempt).toBe(2);
-    const before = Date.now();
     expect(await queue.fail(claimed, { code: "TIMEOUT", message: "slow", retryable: true })).toBe("retry");
     row = (await queue.get(catalog().db, job!.id))!;
-    // The second delay would be 600 ms uncapped; the cap holds it at 400 ms at most.
-    expect(row.runAfter.getTime() - before).toBeLessThanOrEqual(400 + 100);
-    await sleep(450);
+    // The second delay would be 300–600 ms uncapped; the cap holds it at 200–400 ms.
+    expect(delay()).toBeGreaterThanOrEqual(200);
+    expect(delay()).toBeLessThanOrEqual(400);
+    clock.advance(400);
     claimed = (await queue.fetch({ host: h, workerId: "w" }))!;
     expect(claimed.attempt).toBe(3);
     expect(await queue.fail(claimed, { code: "TIMEOUT", message: "slow", retryable: true })).toBe("failed");
@@ -113,7 +130,7 @@ describeEachDatabase("job queue", (catalog) => {
       [3, "TIMEOUT"],
     ]);
     expect(row.finishedAt).not.toBeNull();
-    await sleep(450);
+    clock.advance(60_000);
     expect(await queue.fetch({ host: h, workerId: "w" })).toBeNull();
   });
 
@@ -148,13 +165,19 @@ describeEachDatabase("job queue", (catalog) => {
 
   it("hands an expired claim to another worker and fences out its old holder", async () => {
     const h = host();
+    const clock = testClock();
+    const queue = new JobQueue(catalog().db, {}, undefined, clock);
     const job = await queue.enqueue(catalog().db, { ...capture(h), retry: { leaseSeconds: 1 } });
     const first = (await queue.fetch({ host: h, workerId: "dead" }))!;
     expect(await queue.heartbeat(first, { step: "started" })).toBe(true);
     expect((await queue.get(catalog().db, job!.id))?.progress).toEqual({ step: "started" });
     // Queued while the first was held: it waits behind the expired one, which keeps its place.
+    clock.advance(10);
     const later = await queue.enqueue(catalog().db, capture(h));
-    await sleep(1_200);
+    // The lease (1 s) has not passed yet; then it has.
+    clock.advance(989);
+    expect(await queue.expire()).toBe(0);
+    clock.advance(201);
     expect(await queue.expire()).toBeGreaterThanOrEqual(1);
     const second = (await queue.fetch({ host: h, workerId: "alive" }))!;
     expect(second.id).toBe(job!.id);
@@ -177,9 +200,11 @@ describeEachDatabase("job queue", (catalog) => {
 
   it("fails a job whose last attempt's claim expired", async () => {
     const h = host();
+    const clock = testClock();
+    const queue = new JobQueue(catalog().db, {}, undefined, clock);
     const job = await queue.enqueue(catalog().db, { ...capture(h), retry: { leaseSeconds: 1, maxAttempts: 1 } });
     await queue.fetch({ host: h, workerId: "dead" });
-    await sleep(1_200);
+    clock.advance(1_200);
     await queue.expire();
     expect(await queue.get(catalog().db, job!.id)).toMatchObject({ state: "failed", error: { code: "LEASE_EXPIRED" } });
     expect(await queue.fetch({ host: h, workerId: "w" })).toBeNull();
