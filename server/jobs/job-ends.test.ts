@@ -22,7 +22,12 @@ import { testHostRoots, type TestHostRoots } from "../testing/host-roots.ts";
 
 afterAll(removeTemporaryDirectories);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** This machine's time plus what the tests moved it forward: leases pass without sleeping. */
+let aheadMs = 0;
+const clock = { now: () => new Date(Date.now() + aheadMs) };
+const advance = (ms: number) => {
+  aheadMs += ms;
+};
 
 describeEachDatabase("jobs that end without doing their work", (catalog) => {
   let agent: TestAgent;
@@ -34,7 +39,7 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
   beforeAll(async () => {
     roots = testHostRoots();
     const db = catalog().db;
-    queue = new JobQueue(db);
+    queue = new JobQueue(db, {}, undefined, clock);
     agent = await makeAgent(db, "ends");
     dataDir = temporaryDirectory("strata-job-ends-");
     repo = initRepository({ "README.md": "# ends\n" });
@@ -133,7 +138,7 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
     const claimed = await queue.fetch({ host, workerId: `${host}|gone` });
     expect(claimed?.id).toBe(job.id);
     // The holder stops renewing (it died); once the lease has passed, expiry ends the job.
-    await sleep(1_200);
+    advance(1_200);
     expect(await queue.expire()).toBeGreaterThanOrEqual(1);
     expect(await queue.get(db, job.id)).toMatchObject({ state: "failed", error: { code: "LEASE_EXPIRED" } });
     await expectRestoreEnded(plan.restoreId, "LEASE_EXPIRED", snapshotId);
@@ -166,7 +171,7 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
       });
     const first = (await enqueue())!;
     const holder = (await queue.fetch({ host, workerId: `${host}|a` }))!;
-    await sleep(1_200);
+    advance(1_200);
     await queue.expire();
     expect(await queue.get(db, first.id)).toMatchObject({ state: "retry", error: { code: "LEASE_EXPIRED" } });
 
@@ -186,7 +191,7 @@ describeEachDatabase("jobs that end without doing their work", (catalog) => {
     // Once another worker has claimed the next attempt, the old holder records nothing.
     const next = (await queue.fetch({ host, workerId: `${host}|b` }))!;
     expect(next.attempt).toBe(2);
-    await sleep(1_200);
+    advance(1_200);
     await queue.expire();
     expect(await queue.fail(holder, { code: "INTERNAL", message: "late", retryable: true })).toBe("lost");
     const expired = (await queue.get(db, first.id)) as JobView;
