@@ -2,7 +2,7 @@
 // whose clocks run days apart judge a lease alike, a pid that now belongs to another process
 // keeps nothing, two processes racing for the last free worktree never both get it, and a holder
 // that was suspended past its lease learns that it lost its worktree. lease-timing.test.ts runs
-// the real timings.
+// the real timings. Time is moved forward (aheadMs, the children's "advance"), not waited for.
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { killPoolChildren, startPoolChild } from "../testing/pool-children.ts";
 import { commitAll, git, removeTemporaryDirectories, temporaryDirectory, write } from "../testing/repos.ts";
@@ -26,7 +26,6 @@ interface Taken {
   origin: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const poolDir = () => temporaryDirectory("strata-lease-");
 
 function stateOf(listing: PoolListing, name: string) {
@@ -52,13 +51,15 @@ describe("leases between processes", () => {
     const taken = await holder.send<Taken>({ op: "take", repository: APP });
     // The holder is suspended right after taking: its last refresh is now.
     holder.suspend();
-    const since = Date.now();
+    let advanced = 0;
     const judge = async () => {
       const listings = await Promise.all(judges.map((j) => j.send<PoolListing & { offsetMs: number }>({ op: "list" })));
       return listings.map((l) => ({ ...stateOf(l, taken.name), offsetMs: l.offsetMs }));
     };
+    /** The judges' view `ms` after the holder's last refresh (their clocks moved forward to it). */
     const at = async (ms: number) => {
-      await sleep(Math.max(0, since + ms - Date.now()));
+      await Promise.all(judges.map((j) => j.send({ op: "advance", ms: ms - advanced })));
+      advanced = ms;
       return judge();
     };
 
@@ -79,7 +80,8 @@ describe("leases between processes", () => {
   it("keeps nothing for a pid that now belongs to another process", async () => {
     const dir = poolDir();
     // The judge runs on the holder's machine: it can see which processes run.
-    const judge = await openWorktreePool({ dir, timings: FAST });
+    let ahead = 0;
+    const judge = await openWorktreePool({ dir, timings: FAST, aheadMs: () => ahead });
     const holder = await startPoolChild({ dir, timings: FAST });
     const other = await startPoolChild({ dir, timings: FAST });
     expect(holder.startTime).not.toBeNull();
@@ -97,7 +99,7 @@ describe("leases between processes", () => {
       const take = { ...read.record.take, holder: { ...read.record.take.holder, ...holderChange } };
       expect(await replaceRecord(judge, read.record, revised(read.record, { take }))).toBe(true);
     };
-    await sleep(FAST.staleMs + FAST.graceMs + 200);
+    ahead = FAST.staleMs + FAST.graceMs + 200;
 
     // The holder is gone: its worktree is free 3 s after its last refresh.
     expect(await lease()).toMatchObject({ state: "free", keptByProcess: false });
@@ -110,7 +112,11 @@ describe("leases between processes", () => {
     // Where the start time cannot be read (not Linux), a live pid keeps it for a while only.
     await recordHolder({ pid: other.pid, startTime: null });
     expect((await lease()).state).toBe("free");
-    const unverified = await openWorktreePool({ dir, timings: { ...FAST, unverifiedKeepMs: 60_000 } });
+    const unverified = await openWorktreePool({
+      dir,
+      timings: { ...FAST, unverifiedKeepMs: 60_000 },
+      aheadMs: () => ahead,
+    });
     expect(stateOf(await listPool(unverified), taken.name)).toMatchObject({
       state: "held",
       keptByProcess: true,
@@ -150,15 +156,16 @@ describe("leases between processes", () => {
     const taken = await holder.send<Taken>({ op: "take", repository: APP, owner: "task-1" });
     expect(await holder.send({ op: "check" })).toMatchObject({ held: true });
     holder.suspend();
-    await sleep(FAST.staleMs + FAST.graceMs + 300);
+    // The holder's lease, as the other processes see it, is 3.3 s old.
+    const aheadMs = () => FAST.staleMs + FAST.graceMs + 300;
 
     // On the holder's own machine its process still runs (suspended): nobody may take the worktree.
-    const here: WorktreePool = await openWorktreePool({ dir, timings: FAST });
+    const here: WorktreePool = await openWorktreePool({ dir, timings: FAST, aheadMs });
     const sameMachine = await takeWorktree(here, APP, { reuse: () => true });
     expect(sameMachine).toMatchObject({ name: "app-2", origin: "new" });
     sameMachine.lease.stop();
     // Another host sharing the pool sees only the lease, 90 s (here 3 s) past its last refresh.
-    const elsewhere = await openWorktreePool({ dir, host: "another-host", timings: FAST });
+    const elsewhere = await openWorktreePool({ dir, host: "another-host", timings: FAST, aheadMs });
     const taker = await takeWorktree(elsewhere, APP, { owner: "task-2", reuse: () => true });
     expect(taker).toMatchObject({ name: taken.name, origin: "reused" });
 
