@@ -82,8 +82,9 @@ async function acquireBatch(runner: StatementRunner, requests: AcquireRequest[])
 
 /**
  * Most acquires per statement, and statements at once, per pool. While one batch runs the next
- * gathers; on two cores one in flight gave the most acquires per second and the lowest p99
- * (more spent the CPU on more, smaller statements).
+ * gathers, so a busy pool sends fewer, larger statements: each statement costs PostgreSQL a fixed
+ * part besides its acquires, and a second one in flight spends the same cores on more, smaller
+ * statements (the variants tried, and their figures: docs/perf/2026-12-acquire-latency.md).
  */
 const MAX_BATCH = 32;
 const MAX_IN_FLIGHT = 1;

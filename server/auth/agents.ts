@@ -99,8 +99,8 @@ export async function listAgents(db: Db) {
 export const VERIFIED_TOKEN_TTL_MS = 2_000;
 /**
  * A token in use is looked up again this long before its verification lapses, in the background:
- * an agent calling steadily never waits on the lookup (it was one slow request in a few hundred,
- * the HTTP tail of bench:acquire). The window itself does not move: a refresh extends it from the
+ * an agent calling steadily never waits on the lookup, which would otherwise make one request in
+ * every TTL window a slow one. The window itself does not move: a refresh extends it from the
  * moment the refresh started, and only when the token is still valid.
  */
 const REFRESH_AHEAD_MS = 1_000;

@@ -111,7 +111,7 @@ function outcomeOf(res: ServerResponse, chunks: Buffer[] | null, finished: boole
  * two methods of one class rather than `write` and `end` put on each response: functions set as
  * a response's own properties made V8 keep about 2 kB per request past two young-generation
  * collections, which fed a full collection every two to three seconds under a steady 1,000
- * requests/s (`node --trace-gc-nvp` on bench:acquire's HTTP rows; docs/architecture.md).
+ * requests/s (docs/perf/2026-12-acquire-latency.md, "What the request log cost").
  */
 export class ObservedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   #errorBody: Buffer[] | null = null;

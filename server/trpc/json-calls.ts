@@ -271,7 +271,7 @@ type Middleware = (opts: Record<string, unknown>) => Promise<MiddlewareResult<un
  * it with the context merged, the input replaced or the raw input read anew; a throw becomes a
  * failed result. The same steps, with the language's object spread where tRPC's build copies
  * through a down-levelled helper (key arrays, closures, property descriptors at every step): an
- * acquire over HTTP allocates about a tenth less (bench:acquire's allocation line).
+ * acquire over HTTP allocates about a tenth less (docs/perf/2026-12-acquire-latency.md).
  */
 async function callProcedure(procedure: AnyProcedure, opts: CallOptions): Promise<unknown> {
   const { middlewares, meta } = procedure._def as unknown as { middlewares: Middleware[]; meta: unknown };
