@@ -37,11 +37,14 @@ afterEach(() => {
   for (const held of holds.splice(0)) held.lease.stop();
 });
 
-async function pools(): Promise<{ dir: string; a: WorktreePool; b: WorktreePool }> {
+/** Two hosts' pools on one directory, and `advance`: moves both pools' time forward at once. */
+async function pools(): Promise<{ dir: string; a: WorktreePool; b: WorktreePool; advance: (ms: number) => void }> {
   const dir = join(temporaryDirectory("strata-pool-"), "worktrees");
-  const a = await openWorktreePool({ dir, host: "host-a", timings: FAST });
-  const b = await openWorktreePool({ dir, host: "host-b", timings: FAST });
-  return { dir, a, b };
+  let ahead = 0;
+  const aheadMs = () => ahead;
+  const a = await openWorktreePool({ dir, host: "host-a", timings: FAST, aheadMs });
+  const b = await openWorktreePool({ dir, host: "host-b", timings: FAST, aheadMs });
+  return { dir, a, b, advance: (ms) => void (ahead += ms) };
 }
 
 async function take(...args: Parameters<typeof takeWorktree>): Promise<HeldWorktree> {
@@ -52,7 +55,7 @@ async function take(...args: Parameters<typeof takeWorktree>): Promise<HeldWorkt
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Past the stale time and the grace after it. */
-const untilFree = () => sleep((FAST.staleMs ?? 0) + (FAST.graceMs ?? 0) + 100);
+const FREE_AFTER = (FAST.staleMs ?? 0) + (FAST.graceMs ?? 0) + 100;
 
 /** Makes a pooled worktree a checkout, as a restore would (clean unless `dirty`). */
 function fill(path: string, dirty = false): void {
@@ -130,16 +133,16 @@ describe("taking and holding", () => {
   });
 
   it("never hands out a held or stale worktree; a stale one is free only after the grace period", async () => {
-    const { a, b } = await pools();
+    const { a, b, advance } = await pools();
     const held = await take(a, APP);
     await sleep(500);
     // Refreshed all along: held, however long.
     expect(await take(b, APP, { reuse: () => true })).toMatchObject({ name: "app-2", origin: "new" });
     held.lease.stop();
-    await sleep((FAST.staleMs ?? 0) + 50);
+    advance((FAST.staleMs ?? 0) + 50);
     expect((await listPool(b)).worktrees[0]).toMatchObject({ name: "app-1", state: "stale" });
     expect(await take(b, APP, { reuse: () => true })).toMatchObject({ name: "app-3", origin: "new" });
-    await untilFree();
+    advance(FREE_AFTER);
     expect((await listPool(b)).worktrees[0]).toMatchObject({
       name: "app-1",
       state: "free",
@@ -149,14 +152,14 @@ describe("taking and holding", () => {
   });
 
   it("a holder whose worktree was taken no longer holds it: stillHeld is false and the guard warns pooled-worktree-lost", async () => {
-    const { a, b } = await pools();
+    const { a, b, advance } = await pools();
     const lostByRefresh: string[] = [];
     const held = await take(a, APP, { onLost: (w) => lostByRefresh.push(w.kind) });
     expect(await held.stillHeld()).toBe(true);
     await expect(assertStillHeld(held)).resolves.toBeUndefined();
     // Suspended: it stops refreshing, and another host takes the worktree once it is free.
     held.lease.stop();
-    await untilFree();
+    advance(FREE_AFTER);
     const taker = await take(b, APP, { reuse: () => true });
     expect(taker.name).toBe(held.name);
 
@@ -250,7 +253,7 @@ describe("records and locks", () => {
 
 describe("listing and pruning", () => {
   it("lists each worktree with its holder, lease age and state, and what is no worktree", async () => {
-    const { dir, a, b } = await pools();
+    const { dir, a, b, advance } = await pools();
     const held = await take(a, APP, { owner: "task-1" });
     const stale = await take(a, APP);
     const free = await take(a, APP);
@@ -258,7 +261,9 @@ describe("listing and pruning", () => {
     stale.lease.stop();
     mkdirSync(join(dir, "stray"));
     writeFileSync(recordFile(a, "broken-1"), "{ not json");
-    await sleep((FAST.staleMs ?? 0) + 50);
+    advance((FAST.staleMs ?? 0) + 50);
+    // The held one refreshes all along (every 100 ms): its refresh after the time moved.
+    expect(await held.stillHeld()).toBe(true);
 
     const listing = await listPool(b);
     expect(listing.now).toBeGreaterThan(0);
