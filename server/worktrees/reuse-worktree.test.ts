@@ -42,7 +42,8 @@ afterAll(removeTemporaryDirectories);
 const FAST: Partial<LeaseTimings> = { refreshMs: 100, staleMs: 1_000, graceMs: 1_000, unverifiedKeepMs: 3_000 };
 const APP = { identity: "github.com/acme/app", name: "app" };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const untilFree = () => sleep((FAST.staleMs ?? 0) + (FAST.graceMs ?? 0) + 100);
+/** Past a lease's stale time and the grace after it. */
+const FREE_AFTER = (FAST.staleMs ?? 0) + (FAST.graceMs ?? 0) + 100;
 
 const holds: HeldWorktree[] = [];
 afterEach(() => {
@@ -83,8 +84,9 @@ function recordedOf(s: Snapshot): RecordedSnapshot {
   return { id: s.snapshotId, head: s.manifest.head, tree: s.manifest.tree };
 }
 
-async function openPool(dir: string, host = "host-a"): Promise<WorktreePool> {
-  return openWorktreePool({ dir, host, timings: FAST });
+/** `aheadMs`: how far this pool's time is moved forward (leases age without waiting). */
+async function openPool(dir: string, host = "host-a", aheadMs?: () => number): Promise<WorktreePool> {
+  return openWorktreePool({ dir, host, timings: FAST, aheadMs });
 }
 
 async function take(...args: Parameters<typeof takeWorktree>): Promise<HeldWorktree> {
@@ -239,8 +241,8 @@ describe("reuse of idle clean worktrees", () => {
       child.kill("SIGKILL");
       await new Promise((resolve) => child.once("exit", resolve));
 
-      await untilFree();
-      const judge = await openPool(dir, "host-b");
+      // Another host, once the killed process's lease has passed.
+      const judge = await openPool(dir, "host-b", () => FREE_AFTER);
       expect((await listPool(judge)).worktrees).toEqual([
         expect.objectContaining({ name: idle.name, state: "free", marked: true, owner: "killed-task" }),
       ]);

@@ -15,10 +15,15 @@ afterAll(removeTemporaryDirectories);
 
 // Windows wide enough that a busy machine never lets a refreshed lease go stale.
 const FAST: Partial<LeaseTimings> = { refreshMs: 100, staleMs: 1_000, graceMs: 1_000, unverifiedKeepMs: 3_000 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 it("keeps a worktree held while the named holder runs, and frees it once that process is gone", async () => {
-  const pool = await openWorktreePool({ dir: join(temporaryDirectory("strata-pool-"), "worktrees"), timings: FAST });
+  // The pool's time is moved forward (aheadMs) instead of waited for.
+  let ahead = 0;
+  const pool = await openWorktreePool({
+    dir: join(temporaryDirectory("strata-pool-"), "worktrees"),
+    timings: FAST,
+    aheadMs: () => ahead,
+  });
   const agent = spawn("sleep", ["60"], { stdio: "ignore" });
   try {
     const holder = await processOnThisMachine(agent.pid!, pool.me.host);
@@ -27,7 +32,7 @@ it("keeps a worktree held while the named holder runs, and frees it once that pr
     // The taking process exits (stops refreshing); the agent goes on.
     held.lease.stop();
     // Past the lease's stale time: only the holder process keeps it now.
-    await sleep(FAST.staleMs! + 300);
+    ahead += FAST.staleMs! + 300;
     expect((await listPool(pool)).worktrees).toEqual([
       expect.objectContaining({
         name: held.name,
@@ -41,6 +46,6 @@ it("keeps a worktree held while the named holder runs, and frees it once that pr
   }
   await new Promise((resolve) => agent.once("exit", resolve));
   // Past stale + grace since the last refresh: with its holder gone, the worktree is free.
-  await sleep(FAST.graceMs! + 200);
+  ahead += FAST.graceMs! + 200;
   expect((await listPool(pool)).worktrees).toEqual([expect.objectContaining({ state: "free", keptByProcess: false })]);
 });
