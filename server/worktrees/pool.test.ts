@@ -54,6 +54,15 @@ async function take(...args: Parameters<typeof takeWorktree>): Promise<HeldWorkt
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Stops a lease's refreshing before the time is moved: a refresh already under way would
+ * otherwise stamp the moved time, and the lease would look fresh.
+ */
+async function stopRefreshing(held: HeldWorktree): Promise<void> {
+  held.lease.stop();
+  await held.lease.refresh();
+}
+
 /** Past the stale time and the grace after it. */
 const FREE_AFTER = (FAST.staleMs ?? 0) + (FAST.graceMs ?? 0) + 100;
 
@@ -138,7 +147,7 @@ describe("taking and holding", () => {
     await sleep(500);
     // Refreshed all along: held, however long.
     expect(await take(b, APP, { reuse: () => true })).toMatchObject({ name: "app-2", origin: "new" });
-    held.lease.stop();
+    await stopRefreshing(held);
     advance((FAST.staleMs ?? 0) + 50);
     expect((await listPool(b)).worktrees[0]).toMatchObject({ name: "app-1", state: "stale" });
     expect(await take(b, APP, { reuse: () => true })).toMatchObject({ name: "app-3", origin: "new" });
@@ -158,7 +167,7 @@ describe("taking and holding", () => {
     expect(await held.stillHeld()).toBe(true);
     await expect(assertStillHeld(held)).resolves.toBeUndefined();
     // Suspended: it stops refreshing, and another host takes the worktree once it is free.
-    held.lease.stop();
+    await stopRefreshing(held);
     advance(FREE_AFTER);
     const taker = await take(b, APP, { reuse: () => true });
     expect(taker.name).toBe(held.name);
@@ -258,7 +267,7 @@ describe("listing and pruning", () => {
     const stale = await take(a, APP);
     const free = await take(a, APP);
     await releaseWorktree(free);
-    stale.lease.stop();
+    await stopRefreshing(stale);
     mkdirSync(join(dir, "stray"));
     writeFileSync(recordFile(a, "broken-1"), "{ not json");
     advance((FAST.staleMs ?? 0) + 50);

@@ -31,6 +31,8 @@ it("keeps a worktree held while the named holder runs, and frees it once that pr
     const held = await takeWorktree(pool, { identity: "github.com/acme/app", name: "app" }, { holder });
     // The taking process exits (stops refreshing); the agent goes on.
     held.lease.stop();
+    // A refresh under way would stamp the moved time: wait it out.
+    await held.lease.refresh();
     // Past the lease's stale time: only the holder process keeps it now.
     ahead += FAST.staleMs! + 300;
     expect((await listPool(pool)).worktrees).toEqual([
