@@ -17,7 +17,7 @@
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { captureAndPublish, type CapturePublishResult } from "../server/capture/capture-publish.ts";
-import type { CaptureOptions } from "../server/git/capture.ts";
+import type { CaptureOptions } from "../server/capture/engine/capture.ts";
 import { describeCheckout } from "../server/git/checkout-info.ts";
 import {
   acquireAndRestore,
@@ -26,7 +26,7 @@ import {
   type AcquireAndRestoreResult,
   type RestoreSnapshotResult,
 } from "../server/restore/restore-snapshot.ts";
-import type { RestoreProgress } from "../server/git/restore.ts";
+import type { RestoreProgress } from "../server/restore/engine/restore.ts";
 import { resumeTask, type ResumeTaskResult } from "../server/worktrees/resume-task.ts";
 import { releaseWorktree } from "../server/worktrees/take-worktree.ts";
 import { checkSnapshotWorktree } from "../server/worktrees/verify-worktree.ts";

@@ -25,7 +25,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { captureCheckout, type CaptureResult } from "../server/git/capture.ts";
+import { captureCheckout, type CaptureResult } from "../server/capture/engine/capture.ts";
 import { startProcess } from "../server/git/process.ts";
 import { createGitRunner } from "../server/git/runner.ts";
 import type { CaptureManifest } from "../server/domain/capture-manifest.ts";

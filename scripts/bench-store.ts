@@ -13,10 +13,10 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { captureCheckout } from "../server/git/capture.ts";
-import { objectStoresDirectory } from "../server/git/host-object-store.ts";
-import { memoryBlobSource } from "../server/git/restore-blobs.ts";
-import { restoreWorktree } from "../server/git/restore.ts";
+import { captureCheckout } from "../server/capture/engine/capture.ts";
+import { objectStoresDirectory } from "../server/restore/engine/host-object-store.ts";
+import { memoryBlobSource } from "../server/restore/engine/restore-blobs.ts";
+import { restoreWorktree } from "../server/restore/engine/restore.ts";
 import { filePath, git, loadAverage, timed, writeGeneratedFiles } from "./bench-repo.ts";
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000);

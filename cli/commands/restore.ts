@@ -14,7 +14,7 @@ import type { Writable } from "node:stream";
 import type { Command } from "commander";
 import { isStrataError, StrataError } from "../../server/domain/errors.ts";
 import { RESTORE_PHASES, type RestoreResult } from "../../server/domain/restore-result.ts";
-import type { RestoreProgress } from "../../server/git/restore.ts";
+import type { RestoreProgress } from "../../server/restore/engine/restore.ts";
 import type { AcquireAndRestoreResult, RestorePort } from "../../server/restore/restore-snapshot.ts";
 import { withCatalog } from "../catalog.ts";
 import { CliError, EXIT, emit, progress } from "../output.ts";
@@ -133,7 +133,7 @@ async function objectStoreOptions(flag: string | false | undefined) {
   if (flag) return { objectStore: resolve(flag), objectStores: null };
   const [{ loadConfig }, { objectStoresDirectory }] = await Promise.all([
     import("../../server/config/config.ts"),
-    import("../../server/git/host-object-store.ts"),
+    import("../../server/restore/engine/host-object-store.ts"),
   ]);
   return { objectStore: null, objectStores: objectStoresDirectory(loadConfig().dataDir) };
 }

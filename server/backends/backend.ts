@@ -7,11 +7,11 @@
 // Two kinds live on this host today, both keeping their bytes in a content store (the catalog's
 // blob store, or one in memory):
 // - `git`: a checkout's HEAD, branch, dirty and untracked files and unpushed commits, through a
-//   private index (server/git); ignored files are left out.
+//   private index (server/capture/engine); ignored files are left out.
 // - `dir`: a whole directory, ignored dependency and build caches included (backends/dir).
 import type { DegradableCause } from "../domain/restore-result.ts";
 import type { StrataError } from "../domain/errors.ts";
-import type { BlobSource } from "../git/restore-blobs.ts";
+import type { BlobSource } from "../restore/engine/restore-blobs.ts";
 import type { ContentStore } from "./content-store.ts";
 
 interface BackendCapabilities {

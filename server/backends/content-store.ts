@@ -12,7 +12,7 @@ import {
   statGrantedBlob,
 } from "../content/blobs.ts";
 import { isStrataError } from "../domain/errors.ts";
-import { blobMissing, memoryBlobSource, type BlobSource } from "../git/restore-blobs.ts";
+import { blobMissing, memoryBlobSource, type BlobSource } from "../restore/engine/restore-blobs.ts";
 
 export interface ContentStore extends BlobSource {
   /** The digests the store lacks (for this agent). */

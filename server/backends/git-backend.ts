@@ -1,5 +1,5 @@
 // The `git` backend: a checkout's HEAD, branch, dirty and untracked files and unpushed commits,
-// captured through a private index and restored verified to the git tree id (server/git). Its
+// captured through a private index and restored verified to the git tree id (server/capture/engine, server/restore/engine). Its
 // artifact is the capture's full manifest, stored as a blob; the patches, files and bundle it
 // names are blobs beside it.
 import { createHash } from "node:crypto";
@@ -12,9 +12,9 @@ import {
 } from "../domain/capture-manifest.ts";
 import { StrataError } from "../domain/errors.ts";
 import { missingEntries } from "../domain/restore-result.ts";
-import { captureCheckout } from "../git/capture.ts";
-import { restoreWorktree } from "../git/restore.ts";
-import type { BlobSource } from "../git/restore-blobs.ts";
+import { captureCheckout } from "../capture/engine/capture.ts";
+import { restoreWorktree } from "../restore/engine/restore.ts";
+import type { BlobSource } from "../restore/engine/restore-blobs.ts";
 import { goneArtifact, type SnapshotBackend } from "./backend.ts";
 import { readWhole, recordOrGone, removeRecord } from "./content-store.ts";
 import { unrestoredOn } from "./unrestored.ts";

@@ -7,7 +7,7 @@ import { lstat, readdir, rename } from "node:fs/promises";
 import { backendFor } from "../backends/registry.ts";
 import type { BackendRestoreOutcome } from "../backends/backend.ts";
 import { isStrataError, type StrataError } from "../domain/errors.ts";
-import { createStaging } from "../git/restore-staging.ts";
+import { createStaging } from "../restore/engine/restore-staging.ts";
 import type { DependencyCachePort } from "./dependency-port.ts";
 
 export type CacheCaptureResult =

@@ -31,10 +31,10 @@ import {
   type LineageKey,
   type Source,
 } from "../domain/snapshot-keys.ts";
-import { captureCheckout, type CaptureOptions } from "../git/capture.ts";
+import { captureCheckout, type CaptureOptions } from "./engine/capture.ts";
 import { describeCheckout, type CheckoutInfo } from "../git/checkout-info.ts";
-import { collectBaselineEvidence } from "../git/evidence.ts";
-import { privateIndexDirectory } from "../git/private-index.ts";
+import { collectBaselineEvidence } from "./engine/evidence.ts";
+import { privateIndexDirectory } from "./engine/private-index.ts";
 import type { PublishBaselineInput } from "../lineage/baselines.ts";
 import type { AppendCheckpointInput } from "../lineage/checkpoints.ts";
 import type { CacheCaptureResult } from "../caches/cache-dependencies.ts";

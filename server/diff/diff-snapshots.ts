@@ -21,7 +21,7 @@ import {
   type SnapshotDiffInput,
 } from "../domain/snapshot-diff.ts";
 import { clientFields } from "../domain/client-fields.ts";
-import { deniedPathRule } from "../git/deny-list.ts";
+import { deniedPathRule } from "../domain/deny-list.ts";
 import { HIDDEN_STATES } from "../lineage/snapshot-list.ts";
 import {
   captureRecordOf,

@@ -1,4 +1,4 @@
-// Reading a stored patch (server/git/patch-chain.ts: `git diff -p --full-index --no-renames`) back
+// Reading a stored patch (server/capture/engine/patch-chain.ts: `git diff -p --full-index --no-renames`) back
 // into its files: per file the blob ids and modes on each side, whether git called it binary,
 // and its hunks. Pure; nothing here runs git.
 

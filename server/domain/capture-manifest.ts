@@ -49,7 +49,7 @@ export type OmittedEntry = z.infer<typeof omittedEntrySchema>;
 
 /**
  * A changed file a patch carries whole, as a blob of its own, instead of as a binary delta: git
- * treats it as binary, or it is larger than 1 MiB (server/git/patch-chain.ts). The patch names
+ * treats it as binary, or it is larger than 1 MiB (server/capture/engine/patch-chain.ts). The patch names
  * it by object id ("Binary files … differ" after a full index line); a restore writes the blob
  * into its object store before applying the patch, which then takes the object as it is.
  */
@@ -82,7 +82,7 @@ export type PatchLink = z.infer<typeof patchLinkSchema>;
 /**
  * A file whose recorded blob git does not read back from its own checkout: the repository's
  * attributes convert line endings (`text`, `eol`) and the blob still has a CRLF, so a restore
- * writes the file's bytes verbatim instead of checking the blob out (server/git/verbatim-files.ts).
+ * writes the file's bytes verbatim instead of checking the blob out (server/capture/engine/verbatim-files.ts).
  */
 const verbatimFileSchema = z.object({
   /** Repository-relative path of a regular file of the tree. */
@@ -103,7 +103,7 @@ export type VerbatimFile = z.infer<typeof verbatimFileSchema>;
  * The Git LFS object of a file that differs from HEAD, stored as a blob of its own: its LFS oid
  * is the sha256 of its content, so it is also its digest in the catalog. No remote can be
  * expected to have it (git lfs pushes objects with commits), so the capture keeps it
- * (server/git/capture-lfs.ts) and a restore places it before it asks the remotes for the rest.
+ * (server/capture/engine/capture-lfs.ts) and a restore places it before it asks the remotes for the rest.
  */
 const lfsObjectSchema = z.object({
   oid: blobDigestSchema,

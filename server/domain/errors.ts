@@ -31,7 +31,7 @@ export const ERROR_CODES = {
   WORKER_STOPPED: { status: "SERVICE_UNAVAILABLE", retryable: true },
   CLAIM_LOST: { status: "CONFLICT", retryable: false },
   CANCELLED: { status: "CLIENT_CLOSED_REQUEST", retryable: false },
-  // Git-side failures of capture, restore and evidence (server/git).
+  // Git-side failures of capture, restore and evidence (server/git and the engines).
   NOT_A_REPOSITORY: { status: "PRECONDITION_FAILED", retryable: false },
   GIT_UNAVAILABLE: { status: "PRECONDITION_FAILED", retryable: false },
   UNREADABLE_PATH: { status: "PRECONDITION_FAILED", retryable: false },

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { StrataError } from "../domain/errors.ts";
 import { blobSizes, lfsObjectPath, lfsVersion, parseLfsPointer } from "./lfs.ts";
 import { BATCH_SSH_COMMAND, checkoutIndex, lfsFetch, lfsFilteredPaths, smudgeLfsFiles } from "./restore-commands.ts";
-import { lfsRemoteUrl } from "./restore-lfs.ts";
+import { lfsRemoteUrl } from "../restore/engine/restore-lfs.ts";
 
 const OID = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393";
 const TREE = "b".repeat(40);

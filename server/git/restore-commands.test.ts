@@ -13,8 +13,8 @@ import {
   treeFiles,
   unbundle,
 } from "./restore-commands.ts";
-import { fetchableRemotes, parseBundleHeader } from "./restore-history.ts";
-import { pathsInPatch, unquoteGitPath } from "./restore-patches.ts";
+import { fetchableRemotes, parseBundleHeader } from "../restore/engine/restore-history.ts";
+import { pathsInPatch, unquoteGitPath } from "../restore/engine/restore-patches.ts";
 
 const OID = "a".repeat(40);
 

@@ -20,7 +20,7 @@ import { isStrataError, StrataError } from "../domain/errors.ts";
 import { captureJobDataSchema, restoreJobDataSchema } from "../domain/jobs.ts";
 import { restoreResultSchema, type RestoreResult } from "../domain/restore-result.ts";
 import { trustAgent, type AgentScope } from "../domain/scope.ts";
-import { checkTarget } from "../git/restore-staging.ts";
+import { checkTarget } from "../restore/engine/restore-staging.ts";
 import { checkIfCheckout, continuesAt } from "../worktrees/verify-worktree.ts";
 import type { HostAccess } from "../worktrees/host-access.ts";
 import { describeCheckout } from "../git/checkout-info.ts";

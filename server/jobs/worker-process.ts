@@ -5,7 +5,7 @@
 //
 // The worker claims under its process identity (worker-identity.ts), so several workers of one
 // host each have their own, and each can tell a dead sibling's claims from a live one's.
-import { objectStoresDirectory } from "../git/host-object-store.ts";
+import { objectStoresDirectory } from "../restore/engine/host-object-store.ts";
 import { join } from "node:path";
 import type { CatalogHandle } from "../db/client.ts";
 import type { RetryPolicy } from "../domain/jobs.ts";

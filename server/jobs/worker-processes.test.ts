@@ -15,7 +15,7 @@ import {
   removeTemporaryDirectories,
   temporaryDirectory,
 } from "../testing/repos.ts";
-import { objectStoresDirectory } from "../git/host-object-store.ts";
+import { objectStoresDirectory } from "../restore/engine/host-object-store.ts";
 import { captureAndPublish, localCatalog } from "../capture/capture-publish.ts";
 import { enqueueCapture, enqueueRestore } from "./agent-jobs.ts";
 import { consistencyViolations } from "../testing/content.ts";

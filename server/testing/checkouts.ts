@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { utimesSync } from "node:fs";
 import { join } from "node:path";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
-import { captureCheckout, type CaptureOptions } from "../git/capture.ts";
+import { captureCheckout, type CaptureOptions } from "../capture/engine/capture.ts";
 import { addOrigin, commitAll, git, initRepository, remove, symlink, temporaryDirectory, write } from "./repos.ts";
 
 export interface CapturedCheckout {

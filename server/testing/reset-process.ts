@@ -5,7 +5,7 @@
 //   node --import tsx reset-process.ts '{"dir", "host", "timings", "input": <file>, "stopAt"}'
 //   input: JSON { snapshotId, manifest, blobs: { [sha256]: base64 } }
 import { readFileSync } from "node:fs";
-import { memoryBlobSource } from "../git/restore-blobs.ts";
+import { memoryBlobSource } from "../restore/engine/restore-blobs.ts";
 import type { LeaseTimings } from "../worktrees/lease.ts";
 import { openWorktreePool } from "../worktrees/pool.ts";
 import { isReusable, resetHeldWorktree } from "../worktrees/reuse-worktree.ts";

@@ -3,8 +3,8 @@
 // json = { manifest, snapshotId, into, stateDir, blobs: { digest: base64 } }.
 // Serves every blob but the patches, whose reads never finish: it prints "STUCK" once the
 // restore waits for one, inside its staging directory, and stays there until killed.
-import { restoreWorktree } from "../git/restore.ts";
-import type { BlobSource } from "../git/restore-blobs.ts";
+import { restoreWorktree } from "../restore/engine/restore.ts";
+import type { BlobSource } from "../restore/engine/restore-blobs.ts";
 
 interface Args {
   manifest: { patches: { digest: string }[] };

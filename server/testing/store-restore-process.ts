@@ -3,8 +3,8 @@
 // Run: node --import tsx server/testing/store-restore-process.ts '<json>' with
 // json = { manifest, snapshotId, into, stateDir, objectStores, blobs: { digest: base64 } }.
 // Prints the restore result as one line of JSON.
-import { memoryBlobSource } from "../git/restore-blobs.ts";
-import { restoreWorktree } from "../git/restore.ts";
+import { memoryBlobSource } from "../restore/engine/restore-blobs.ts";
+import { restoreWorktree } from "../restore/engine/restore.ts";
 
 interface Args {
   manifest: unknown;

@@ -24,7 +24,7 @@ import type { CaptureManifest } from "../domain/capture-manifest.ts";
 import { checkRestoreRecord } from "../domain/restore-record.ts";
 import type { RestoreResult } from "../domain/restore-result.ts";
 import type { ResumeCheckout, ResumePlan } from "../domain/resume-plan.ts";
-import type { RestoreOptions } from "../git/restore.ts";
+import type { RestoreOptions } from "../restore/engine/restore.ts";
 import { loadCaptureManifest, restoreSnapshot, type RestorePort } from "../restore/restore-snapshot.ts";
 import { poolKeyOf, type PoolRepository } from "./pool-key.ts";
 import { recordedSnapshotOf, type RecordedSnapshot, type WorktreePool } from "./pool.ts";

@@ -5,8 +5,8 @@
 // once its checkout continues. `strata resume` and the SDK's resume() both run this.
 import { hostname } from "node:os";
 import type { ResumePlan } from "../domain/resume-plan.ts";
-import { objectStoresDirectory } from "../git/host-object-store.ts";
-import type { RestoreProgress } from "../git/restore.ts";
+import { objectStoresDirectory } from "../restore/engine/host-object-store.ts";
+import type { RestoreProgress } from "../restore/engine/restore.ts";
 import type { PlanResumeInput } from "../restore/plan-resume.ts";
 import type { RestorePort } from "../restore/restore-snapshot.ts";
 import { openWorktreePool, poolDirectory } from "./pool.ts";

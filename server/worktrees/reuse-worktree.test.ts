@@ -13,8 +13,8 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { CaptureManifest } from "../domain/capture-manifest.ts";
-import { memoryBlobSource } from "../git/restore-blobs.ts";
-import { restoreWorktree } from "../git/restore.ts";
+import { memoryBlobSource } from "../restore/engine/restore-blobs.ts";
+import { restoreWorktree } from "../restore/engine/restore.ts";
 import { captureInto } from "../testing/checkouts.ts";
 import {
   addOrigin,

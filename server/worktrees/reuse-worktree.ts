@@ -1,7 +1,7 @@
 // Reusing idle pooled worktrees instead of restoring into new ones. An idle worktree another task
 // left is reused only when it is exactly the snapshot its record remembers, with nothing
 // unrecorded and no ignored secret (worktree-cleanliness.ts); its tracked files are then reset to
-// the snapshot being resumed (server/git/reset-worktree.ts) and verified, and its ignored files
+// the snapshot being resumed (server/restore/engine/reset-worktree.ts) and verified, and its ignored files
 // (node_modules, target, .venv) stay, so dependency installs have little to redo.
 //
 // A reset is marked (a file in the worktree's git directory) before it starts and unmarked only
@@ -12,7 +12,7 @@
 // After a restore, the oldest idle worktrees of the repository with nothing to lose are removed
 // while more than `maxIdlePerRepository` are idle; one with unrecorded changes always stays.
 import type { RestoreRecord } from "../domain/restore-record.ts";
-import { resetWorktree, type ResetOptions, type ResetReport } from "../git/reset-worktree.ts";
+import { resetWorktree, type ResetOptions, type ResetReport } from "../restore/engine/reset-worktree.ts";
 import { listPool, type PoolWorktree } from "./list-pool.ts";
 import { removeFile, writeJsonAtomic } from "./pool-files.ts";
 import type { PoolRepository } from "./pool-key.ts";

@@ -4,7 +4,7 @@
 // is written. The pool, leases, reuse and resume in place build on this.
 import { isStrataError } from "../domain/errors.ts";
 import { checkRestoreRecord, type RestoreRecord } from "../domain/restore-record.ts";
-import { compareWorktree, type DriftedPath, type WorktreeDriftOptions } from "../git/worktree-drift.ts";
+import { compareWorktree, type DriftedPath, type WorktreeDriftOptions } from "../restore/engine/worktree-drift.ts";
 import { loadCaptureManifest, type RestorePort } from "../restore/restore-snapshot.ts";
 import { workspaceDrift, type WorktreeVerification } from "./worktree-verification.ts";
 

@@ -11,11 +11,11 @@
 import { lstat, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { isStrataError } from "../domain/errors.ts";
-import { deniedPathRule } from "../git/deny-list.ts";
+import { deniedPathRule } from "../domain/deny-list.ts";
 import { discoverRepository } from "../git/discover.ts";
 import { createGitRunner, splitNul, type GitCommand, type GitRunner } from "../git/runner.ts";
 import { statusCommand } from "../git/status.ts";
-import { compareWorktree } from "../git/worktree-drift.ts";
+import { compareWorktree } from "../restore/engine/worktree-drift.ts";
 import { isErrno } from "./pool-files.ts";
 import type { RecordedSnapshot } from "./pool.ts";
 

@@ -3,7 +3,7 @@
 // CLI reads it without loading the catalog.
 import type { OmittedEntry } from "../domain/capture-manifest.ts";
 import { StrataError } from "../domain/errors.ts";
-import type { DriftedPath } from "../git/worktree-drift.ts";
+import type { DriftedPath } from "../restore/engine/worktree-drift.ts";
 
 export interface WorktreeVerification {
   snapshotId: string;

@@ -12,8 +12,8 @@ import {
   type DirState,
 } from "../../domain/dir-manifest.ts";
 import { StrataError } from "../../domain/errors.ts";
-import { deniedPathRule } from "../../git/deny-list.ts";
-import type { BlobSource } from "../../git/restore-blobs.ts";
+import { deniedPathRule } from "../../domain/deny-list.ts";
+import type { BlobSource } from "../../restore/engine/restore-blobs.ts";
 import { readWhole } from "../content-store.ts";
 import { sha256 } from "./chunks.ts";
 

@@ -18,8 +18,8 @@ import {
   type DirState,
 } from "../../domain/dir-manifest.ts";
 import { isStrataError, StrataError } from "../../domain/errors.ts";
-import type { BlobSource } from "../../git/restore-blobs.ts";
-import { checkTarget, createStaging, removeStaleRestores } from "../../git/restore-staging.ts";
+import type { BlobSource } from "../../restore/engine/restore-blobs.ts";
+import { checkTarget, createStaging, removeStaleRestores } from "../../restore/engine/restore-staging.ts";
 import { readWhole } from "../content-store.ts";
 import { loadDirChain } from "./dir-chain.ts";
 import { mapParallel, walkDir } from "./dir-walk.ts";

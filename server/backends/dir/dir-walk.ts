@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { join } from "node:path";
 import { linkStaysInside, type DirOmission } from "../../domain/dir-manifest.ts";
 import { StrataError } from "../../domain/errors.ts";
-import { deniedPathRule } from "../../git/deny-list.ts";
+import { deniedPathRule } from "../../domain/deny-list.ts";
 
 export type WalkedEntry =
   | { type: "file"; path: string; mode: number; stats: Stats }
