@@ -2,30 +2,17 @@
 // tokens in the Authorization header) and the wire format an agent's @trpc/client sees.
 import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
-import { isStrataError, type ErrorCode } from "../domain/errors.ts";
+import type { ErrorCode } from "../domain/errors.ts";
 import { createAgent, revokeAgentTokens } from "../auth/agents.ts";
 import { cleanEvidence, manifestOf, oid, scenario, uniqueName } from "../testing/lineage.ts";
 import { createContextInner } from "./init.ts";
 import { appRouter, createCaller, type AppRouter } from "./root.ts";
+import { failureOf } from "../testing/calls.ts";
 
 type Caller = ReturnType<typeof createCaller>;
-
-/** The StrataError code behind a failed call (or the tRPC code when there is none). */
-async function failure(call: Promise<unknown>): Promise<{ code: string; data: Record<string, unknown> | null }> {
-  try {
-    await call;
-  } catch (error) {
-    const cause = error instanceof TRPCError ? error.cause : error;
-    if (isStrataError(cause)) return { code: cause.code, data: cause.data ?? null };
-    if (error instanceof TRPCError) return { code: error.code, data: null };
-    throw error;
-  }
-  throw new Error("expected the call to fail");
-}
 
 describeEachDatabase("agent API", (catalog) => {
   const s = scenario("api");
@@ -112,7 +99,7 @@ describeEachDatabase("agent API", (catalog) => {
     const call = procedures[name];
     if (!call) throw new Error(name);
     for (const authorization of [null, "Bearer ", "Basic abc", `Bearer ${world.revokedToken}`, `Bearer strata_x`]) {
-      expect((await failure(call(callerFor(authorization)))).code).toBe("UNAUTHORIZED");
+      expect((await failureOf(call(callerFor(authorization)))).code).toBe("UNAUTHORIZED");
     }
   });
 
@@ -120,7 +107,7 @@ describeEachDatabase("agent API", (catalog) => {
   const crossAgent: Record<string, (bob: Caller) => Promise<void>> = {
     "baseline.publish": async (bob) => {
       // Bob's key holds no baseline: Alice's head is not his to observe, and nothing tells him it exists.
-      expect(await failure(procedures["baseline.publish"]!(bob))).toEqual({
+      expect(await failureOf(procedures["baseline.publish"]!(bob))).toEqual({
         code: "BASELINE_STALE",
         data: { currentHeadId: null, currentCommit: null },
       });
@@ -132,7 +119,7 @@ describeEachDatabase("agent API", (catalog) => {
       expect(await procedures["baseline.head"]!(alice)).toMatchObject({ id: world.baselineId, state: "ready" });
     },
     "checkpoint.append": async (bob) => {
-      const lost = await failure(procedures["checkpoint.append"]!(bob));
+      const lost = await failureOf(procedures["checkpoint.append"]!(bob));
       expect(lost.code).toBe("FENCE_LOST");
       expect(lost.data?.currentHeadId).toBeNull();
     },
@@ -142,25 +129,25 @@ describeEachDatabase("agent API", (catalog) => {
       expect(plan.lineage.id).not.toBe(world.lineageId);
     },
     "workspace.reportRestore": async (bob) => {
-      expect((await failure(procedures["workspace.reportRestore"]!(bob))).code).toBe("NOT_FOUND");
+      expect((await failureOf(procedures["workspace.reportRestore"]!(bob))).code).toBe("NOT_FOUND");
     },
     "lineage.retire": async (bob) => {
-      expect((await failure(procedures["lineage.retire"]!(bob))).code).toBe("NOT_FOUND");
+      expect((await failureOf(procedures["lineage.retire"]!(bob))).code).toBe("NOT_FOUND");
     },
     "lineage.fork": async (bob) => {
-      expect((await failure(procedures["lineage.fork"]!(bob))).code).toBe("NOT_FOUND");
+      expect((await failureOf(procedures["lineage.fork"]!(bob))).code).toBe("NOT_FOUND");
       expect(await catalog().db.lineage.count({ where: { forkedFromId: world.checkpointId } })).toBe(0);
     },
     "lineage.get": async (bob) => {
-      expect((await failure(procedures["lineage.get"]!(bob))).code).toBe("NOT_FOUND");
+      expect((await failureOf(procedures["lineage.get"]!(bob))).code).toBe("NOT_FOUND");
     },
     "lineage.list": async (bob) => {
       const page = (await procedures["lineage.list"]!(bob)) as { items: { id: string }[] };
       expect(page.items.map((l) => l.id)).not.toContain(world.lineageId);
     },
     "snapshot.get": async (bob) => {
-      expect((await failure(procedures["snapshot.get"]!(bob))).code).toBe("NOT_FOUND");
-      expect((await failure(bob.snapshot.get({ snapshotId: world.baselineId }))).code).toBe("NOT_FOUND");
+      expect((await failureOf(procedures["snapshot.get"]!(bob))).code).toBe("NOT_FOUND");
+      expect((await failureOf(bob.snapshot.get({ snapshotId: world.baselineId }))).code).toBe("NOT_FOUND");
     },
     "snapshot.list": async (bob) => {
       const page = (await procedures["snapshot.list"]!(bob)) as { items: { id: string }[] };

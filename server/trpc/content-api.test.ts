@@ -10,20 +10,9 @@ import { createAgent } from "../auth/agents.ts";
 import { createCapturingSnapshot, storeBytes, storedLayer } from "../testing/content.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";
+import { failureCode } from "../testing/calls.ts";
 
 type Caller = ReturnType<typeof createCaller>;
-
-async function failure(call: Promise<unknown>): Promise<string> {
-  try {
-    await call;
-  } catch (error) {
-    const cause = error instanceof TRPCError ? error.cause : error;
-    if (isStrataError(cause)) return cause.code;
-    if (error instanceof TRPCError) return error.code;
-    throw error;
-  }
-  throw new Error("expected the call to fail");
-}
 
 /** The Strata error a call fails with. */
 async function refusal(call: Promise<unknown>): Promise<StrataError> {
@@ -88,7 +77,7 @@ describeEachDatabase("content API", (catalog) => {
         caller.snapshot.publish({ snapshotId: "s", layers: [], heads: [] }),
         caller.snapshot.delete({ snapshotId: "s" }),
       ];
-      for (const call of calls) expect(await failure(call)).toBe("UNAUTHORIZED");
+      for (const call of calls) expect(await failureCode(call)).toBe("UNAUTHORIZED");
     }
   });
 
@@ -104,12 +93,12 @@ describeEachDatabase("content API", (catalog) => {
     const deleted = await alice.snapshot.delete({ snapshotId: id });
     expect(deleted).toMatchObject({ state: "retired", alreadyRetired: false, activePins: 1 });
     expect(await alice.snapshot.delete({ snapshotId: id })).toMatchObject({ alreadyRetired: true });
-    expect(await failure(alice.pin.pin({ snapshotId: id, pinId: randomUUID() }))).toBe("PIN_REFUSED");
+    expect(await failureCode(alice.pin.pin({ snapshotId: id, pinId: randomUUID() }))).toBe("PIN_REFUSED");
     expect((await alice.snapshot.list({})).items.map((s) => s.id)).not.toContain(id);
 
     const released = await alice.pin.release({ snapshotId: id, pinId });
     expect(released).toMatchObject({ released: true, active: false });
-    expect(await failure(alice.pin.pin({ snapshotId: id, pinId }))).toBe("PIN_CLOSED");
+    expect(await failureCode(alice.pin.pin({ snapshotId: id, pinId }))).toBe("PIN_CLOSED");
     const audit = await catalog().db.auditEvent.findMany({ where: { subjectId: id, action: "snapshot.retire" } });
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actorType: "agent", actorId: world.aliceAgentId });
@@ -119,9 +108,9 @@ describeEachDatabase("content API", (catalog) => {
     const { id, head } = await aliceSnapshot();
     const pinId = randomUUID();
     await alice.pin.pin({ snapshotId: id, pinId });
-    expect(await failure(bob.pin.pin({ snapshotId: id, pinId: randomUUID() }))).toBe("NOT_FOUND");
-    expect(await failure(bob.pin.pin({ snapshotId: id, pinId }))).toBe("NOT_FOUND");
-    expect(await failure(bob.pin.inspect({ pinId }))).toBe("NOT_FOUND");
+    expect(await failureCode(bob.pin.pin({ snapshotId: id, pinId: randomUUID() }))).toBe("NOT_FOUND");
+    expect(await failureCode(bob.pin.pin({ snapshotId: id, pinId }))).toBe("NOT_FOUND");
+    expect(await failureCode(bob.pin.inspect({ pinId }))).toBe("NOT_FOUND");
     // A release naming her snapshot (and her pin id) answers as one naming no snapshot: it closes
     // an id of Bob's own, which protects nothing.
     const released = await bob.pin.release({ snapshotId: id, pinId });
@@ -131,8 +120,8 @@ describeEachDatabase("content API", (catalog) => {
     expect(shape).toEqual(shapeElsewhere);
     expect(released).toMatchObject({ active: false, released: true, purpose: "released-before-pin" });
     expect(await bob.pin.list({ snapshotId: id })).toEqual([]);
-    expect(await failure(bob.snapshot.delete({ snapshotId: id }))).toBe("NOT_FOUND");
-    expect(await failure(bob.snapshot.publish({ snapshotId: id, layers: [], heads: [head] }))).toBe("NOT_FOUND");
+    expect(await failureCode(bob.snapshot.delete({ snapshotId: id }))).toBe("NOT_FOUND");
+    expect(await failureCode(bob.snapshot.publish({ snapshotId: id, layers: [], heads: [head] }))).toBe("NOT_FOUND");
     // Alice's things are untouched.
     expect((await alice.pin.inspect({ pinId })).active).toBe(true);
     expect((await catalog().db.snapshot.findUniqueOrThrow({ where: { id } })).state).toBe("ready");
@@ -142,7 +131,7 @@ describeEachDatabase("content API", (catalog) => {
     const have = (await storeBytes(catalog().db, `have ${randomUUID()}`, { agentId: world.aliceAgentId })).digest;
     const lack = "9".repeat(64);
     expect(await alice.blob.missing({ digests: [have, lack] })).toEqual({ missing: [lack] });
-    expect(await failure(alice.blob.missing({ digests: ["not hex"] }))).toBe("BAD_REQUEST");
+    expect(await failureCode(alice.blob.missing({ digests: ["not hex"] }))).toBe("BAD_REQUEST");
   });
 
   it("counts another agent's upload as missing: blob.missing and snapshot.publish need the caller's own", async () => {
@@ -190,7 +179,7 @@ describeEachDatabase("content API", (catalog) => {
     const id = await createCapturingSnapshot(db, { agentId: world.aliceAgentId, repositoryId: repository.id });
     const ghost = { uuid: randomUUID(), parentUuid: null, digest: "7".repeat(64), sizeBytes: 1, kind: "patch" };
     expect(
-      await failure(
+      await failureCode(
         alice.snapshot.publish({
           snapshotId: id,
           manifestDigest: world.manifest,
@@ -208,7 +197,7 @@ describeEachDatabase("content API", (catalog) => {
     });
     const s2 = await createCapturingSnapshot(db, { agentId: world.aliceAgentId, repositoryId: repository.id });
     expect(
-      await failure(
+      await failureCode(
         alice.snapshot.publish({
           snapshotId: s2,
           manifestDigest: world.manifest,
@@ -225,9 +214,9 @@ describeEachDatabase("content API", (catalog) => {
     const support = callerFor(null, "support");
     for (const caller of [agentOnly, operator, support]) {
       const expected = caller === agentOnly ? "UNAUTHORIZED" : "FORBIDDEN";
-      expect(await failure(caller.gc.collect({}))).toBe(expected);
-      expect(await failure(caller.gc.releaseRetiredHeads())).toBe(expected);
-      expect(await failure(caller.gc.runs({}))).toBe(expected);
+      expect(await failureCode(caller.gc.collect({}))).toBe(expected);
+      expect(await failureCode(caller.gc.releaseRetiredHeads())).toBe(expected);
+      expect(await failureCode(caller.gc.runs({}))).toBe(expected);
     }
   });
 

@@ -1,27 +1,14 @@
 // host.list through tRPC callers on both databases: an agent gets the names of the hosts with a
 // live worker and nothing else; a signed-in operator gets every host with its workers and queue;
 // a caller with neither a token nor a session is refused.
-import { TRPCError } from "@trpc/server";
 import { beforeAll, expect, it } from "vitest";
-import { isStrataError } from "../domain/errors.ts";
 import { trustUser } from "../domain/scope.ts";
 import { registerWorker, workerStopped } from "../jobs/worker-hosts.ts";
 import { describeEachDatabase } from "../testing/databases.ts";
 import { makeAgent, uniqueName, type TestAgent } from "../testing/lineage.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";
-
-async function failureCode(call: Promise<unknown>): Promise<string> {
-  try {
-    await call;
-  } catch (error) {
-    const cause = error instanceof TRPCError ? error.cause : error;
-    if (isStrataError(cause)) return cause.code;
-    if (error instanceof TRPCError) return error.code;
-    throw error;
-  }
-  throw new Error("expected the call to fail");
-}
+import { failureCode } from "../testing/calls.ts";
 
 describeEachDatabase("host API", (catalog) => {
   let agent: TestAgent;

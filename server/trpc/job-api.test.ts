@@ -1,25 +1,12 @@
 // The job procedures on both databases: an agent enqueues, reads, lists and cancels only its
 // own jobs; enqueueRestore records the acquire decision and its job together.
-import { TRPCError } from "@trpc/server";
 import { beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "../testing/databases.ts";
-import { isStrataError } from "../domain/errors.ts";
 import { createAgent } from "../auth/agents.ts";
 import { uniqueName } from "../testing/lineage.ts";
 import { createContextInner } from "./init.ts";
 import { createCaller } from "./root.ts";
-
-async function failureCode(call: Promise<unknown>): Promise<string> {
-  try {
-    await call;
-  } catch (error) {
-    const cause = error instanceof TRPCError ? error.cause : error;
-    if (isStrataError(cause)) return cause.code;
-    if (error instanceof TRPCError) return error.code;
-    throw error;
-  }
-  throw new Error("expected the call to fail");
-}
+import { failureCode } from "../testing/calls.ts";
 
 describeEachDatabase("job API", (catalog) => {
   let alice: ReturnType<typeof createCaller>;
