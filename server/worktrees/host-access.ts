@@ -62,6 +62,13 @@ function within(dir: string, path: string): boolean {
   return rel === "" || (!isAbsolute(rel) && rel.split(sep)[0] !== "..");
 }
 
+/** `path` and every directory above it (absolute, resolved). */
+function ancestorsOf(path: string): string[] {
+  const all = [path];
+  for (let dir = dirname(path); dir !== all[all.length - 1]; dir = dirname(dir)) all.push(dir);
+  return all;
+}
+
 /** Whether one of the two lies within the other. */
 function overlaps(a: string, b: string): boolean {
   return within(a, b) || within(b, a);
@@ -140,6 +147,19 @@ export class HostAccess {
     return { roots: [...this.roots], agentRoots: [...this.agentRoots] };
   }
 
+  /**
+   * The claimed directories of this host that are `path`, hold it or lie inside it: the only
+   * ones a decision about `path` needs, read by the (host, path) index however many there are.
+   */
+  private async overlapping(db: Db, path: string): Promise<{ path: string; agentId: string }[]> {
+    const rows = await db.hostDirectory.findMany({
+      where: { host: this.host, OR: [{ path: { in: ancestorsOf(path) } }, { path: { startsWith: path + sep } }] },
+      select: { path: true, agentId: true },
+    });
+    // LIKE's wildcards in a path only widen the read; the overlap itself is decided here.
+    return rows.filter((d) => overlaps(d.path, path));
+  }
+
   /** The agent's own folders under the agent roots. */
   private agentFolders(agent: HostAgent): string[] {
     return this.agentRoots.map((root) => join(root, agent.agentName));
@@ -158,10 +178,7 @@ export class HostAccess {
       throw refusal("dir");
     });
     if (!this.underSomeRoot(path)) throw refusal("dir");
-    const owned = await db.hostDirectory.findMany({
-      where: { host: this.host },
-      select: { path: true, agentId: true },
-    });
+    const owned = await this.overlapping(db, path);
     const mine = owned.filter((d) => d.agentId === agent.agentId).map((d) => d.path);
     const ownedBy = [...mine, ...this.agentFolders(agent)].find((d) => within(d, path));
     if (!ownedBy) throw refusal("dir");
@@ -210,10 +227,7 @@ export class HostAccess {
     await inTransaction(
       db,
       async (tx) => {
-        const claimed = await tx.hostDirectory.findMany({
-          where: { host: this.host },
-          select: { path: true, agentId: true },
-        });
+        const claimed = await this.overlapping(tx, path);
         if (claimed.some((d) => d.agentId !== agent.agentId && overlaps(d.path, path))) throw refusal("workspace");
         if (claimed.some((d) => d.path === path)) return;
         await tx.hostDirectory.create({ data: { host: this.host, path, agentId: agent.agentId, jobId } });
