@@ -306,7 +306,11 @@ export interface CapturePublishResult {
  */
 function storeFailed(error: unknown): StrataError {
   if (isStrataError(error) && error.code !== "UNAVAILABLE") return error;
-  return new StrataError("BLOB_STORE_FAILED", `The catalog could not be reached: ${(error as Error).message}`, {
+  // The cause's own words (a driver's report, the database's address) stay in `cause`, for logs;
+  // the message, which a job stores and an agent reads, names only what kind of failure it was.
+  const kind = isStrataError(error) ? error.code : (error as NodeJS.ErrnoException | null)?.code;
+  const reason = typeof kind === "string" && /^[A-Z0-9_]+$/.test(kind) ? ` (${kind})` : "";
+  return new StrataError("BLOB_STORE_FAILED", `The catalog could not be reached${reason}.`, {
     hint: "Nothing was recorded. Check the server or database, then capture again.",
     cause: error,
   });
