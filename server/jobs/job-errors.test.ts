@@ -18,6 +18,7 @@ import { startPrivatePostgres } from "../testing/private-postgres.ts";
 import { isCatalogUnreachable } from "./catalog-outage.ts";
 import { ATTEMPT_ERRORS_KEPT, INTERNAL_JOB_MESSAGE, jobErrorOf, readJobError, withAttemptError } from "./job-errors.ts";
 import { JobQueue } from "./queue.ts";
+import { queuePort } from "./worker-process.ts";
 import { startWorker, type JobHandler, type RunningWorker, type WorkerEvent } from "./worker.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -41,13 +42,7 @@ function expectNoInternalText(value: unknown): void {
 function runWorker(queue: JobQueue, host: string, handle: JobHandler, events: WorkerEvent[]): RunningWorker {
   const workerId = `${host}|${randomUUID().slice(0, 6)}`;
   return startWorker({
-    port: {
-      fetch: () => queue.fetch({ host, workerId }),
-      heartbeat: (job, progress) => queue.heartbeat(job, progress),
-      remember: (job, memo) => queue.remember(job, memo),
-      complete: (job, result) => queue.complete(job, result),
-      fail: (job, failure) => queue.fail(job, failure),
-    },
+    port: queuePort(queue, host, workerId),
     handle,
     host,
     pollIntervalMs: 20,

@@ -11,6 +11,7 @@ import { startPrivatePostgres, type PrivatePostgres } from "../testing/private-p
 import { makeAgent, uniqueName } from "../testing/lineage.ts";
 import { isCatalogUnreachable } from "./catalog-outage.ts";
 import { JobQueue } from "./queue.ts";
+import { queuePort } from "./worker-process.ts";
 import { startWorker, type WorkerEvent } from "./worker.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -57,13 +58,7 @@ describe("a job interrupted by a database outage (private PostgreSQL cluster)", 
     const down = new Promise<void>((resolve) => (databaseDown = resolve));
     const events: WorkerEvent[] = [];
     const worker = startWorker({
-      port: {
-        fetch: () => queue.fetch({ host, workerId: `${host}|worker` }),
-        heartbeat: (job, progress) => queue.heartbeat(job, progress),
-        remember: (job, memo) => queue.remember(job, memo),
-        complete: (job, result) => queue.complete(job, result),
-        fail: (job, failure) => queue.fail(job, failure),
-      },
+      port: queuePort(queue, host, `${host}|worker`),
       async handle(job, ctx) {
         if (job.attempt > 1) return { attempt: job.attempt };
         running();

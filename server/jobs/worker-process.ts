@@ -13,7 +13,7 @@ import { createJobHandler } from "./handlers.ts";
 import { HostAccess } from "../worktrees/host-access.ts";
 import { JobQueue } from "./queue.ts";
 import { scheduleMaintenance, type MaintenanceSchedule } from "./maintenance.ts";
-import { startWorker, type WorkerEvent } from "./worker.ts";
+import { startWorker, type WorkerEvent, type WorkerPort } from "./worker.ts";
 import { currentWorkerIdentity, formatWorkerId } from "./worker-identity.ts";
 import pkg from "../../package.json" with { type: "json" };
 import {
@@ -62,6 +62,17 @@ export interface WorkerProcess {
   roots: { roots: string[]; agentRoots: string[] };
   stop(): Promise<void>;
   done: Promise<void>;
+}
+
+/** The worker loop's port onto `queue`: claims for `host` as `workerId`, every update fenced by the queue. */
+export function queuePort(queue: JobQueue, host: string, workerId: string): WorkerPort {
+  return {
+    fetch: () => queue.fetch({ host, workerId }),
+    heartbeat: (job, progress) => queue.heartbeat(job, progress),
+    remember: (job, memo) => queue.remember(job, memo),
+    complete: (job, result) => queue.complete(job, result),
+    fail: (job, failure) => queue.fail(job, failure),
+  };
 }
 
 export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<WorkerProcess> {
@@ -128,11 +139,13 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   let polled = false;
   let firstPolled: () => void = () => undefined;
   const firstPoll = new Promise<void>((resolve) => (firstPolled = resolve));
+  const port = queuePort(queue, opts.host, workerId);
   const running = startWorker({
     port: {
+      ...port,
       fetch: async () => {
         try {
-          return await queue.fetch({ host: opts.host, workerId });
+          return await port.fetch();
         } finally {
           if (!polled) {
             polled = true;
@@ -142,10 +155,6 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
           }
         }
       },
-      heartbeat: (job, progress) => queue.heartbeat(job, progress),
-      remember: (job, memo) => queue.remember(job, memo),
-      complete: (job, result) => queue.complete(job, result),
-      fail: (job, failure) => queue.fail(job, failure),
     },
     handle,
     host: opts.host,

@@ -7,6 +7,7 @@ import { describeEachDatabase } from "../testing/databases.ts";
 import { StrataError } from "../domain/errors.ts";
 import { makeAgent, type TestAgent } from "../testing/lineage.ts";
 import { JobQueue } from "./queue.ts";
+import { queuePort } from "./worker-process.ts";
 import { startWorker, type JobHandler, type RunningWorker, type WorkerEvent } from "./worker.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -30,13 +31,7 @@ describeEachDatabase("worker loop", (catalog) => {
   function run(host: string, handle: JobHandler, events: WorkerEvent[]): RunningWorker {
     const workerId = `${host}:${randomUUID().slice(0, 6)}`;
     return startWorker({
-      port: {
-        fetch: () => queue.fetch({ host, workerId }),
-        heartbeat: (job, progress) => queue.heartbeat(job, progress),
-        remember: (job, memo) => queue.remember(job, memo),
-        complete: (job, result) => queue.complete(job, result),
-        fail: (job, failure) => queue.fail(job, failure),
-      },
+      port: queuePort(queue, host, workerId),
       handle,
       pollIntervalMs: 20,
       onEvent: (e) => events.push(e),

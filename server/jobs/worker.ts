@@ -19,7 +19,7 @@ import { CATALOG_OUTAGE, isCatalogUnreachable } from "./catalog-outage.ts";
 import { INTERNAL_JOB_MESSAGE } from "./job-errors.ts";
 import type { ClaimedJob, FailOutcome } from "./queue.ts";
 
-interface WorkerPort {
+export interface WorkerPort {
   fetch(): Promise<ClaimedJob | null>;
   heartbeat(job: ClaimedJob, progress?: Prisma.InputJsonValue): Promise<boolean>;
   remember(job: ClaimedJob, memo: Prisma.InputJsonValue): Promise<boolean>;

@@ -25,7 +25,7 @@ import { JobQueue } from "../jobs/queue.ts";
 import { readQueueDepth } from "../jobs/queue-depth.ts";
 import { freePort } from "../testing/ports.ts";
 import { startPrivatePostgres, type PrivatePostgres } from "../testing/private-postgres.ts";
-import { killWorkers, startWorker, stopGently, waitFor } from "../testing/worker-processes.ts";
+import { killWorkers, startWorker, stopGently, waitFor, type WorkerChild } from "../testing/worker-processes.ts";
 import { configureLogging } from "./logger.ts";
 import { answerMetrics, startMetrics, type Metrics } from "./metrics.ts";
 
@@ -317,6 +317,18 @@ describeEachDatabase("structured logs and /metrics", (catalog, kind) => {
   });
 });
 
+/** The JSON line a `strata worker` writes once it has started. */
+function startLine(worker: WorkerChild): Promise<Line> {
+  return waitFor("the worker's start line", async () =>
+    worker
+      .stderr()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Line)
+      .find((l) => l.msg === "worker started"),
+  );
+}
+
 describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
   it("a `strata worker` with a metrics port counts its job attempts by kind, outcome and host, behind the token", async () => {
     const port = await freePort();
@@ -326,14 +338,7 @@ describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
       STRATA_WORKER_METRICS_PORT: String(port),
     });
     try {
-      const started = await waitFor("the worker's start line", async () =>
-        worker
-          .stderr()
-          .split("\n")
-          .filter((l) => l.startsWith("{"))
-          .map((l) => JSON.parse(l) as Line)
-          .find((l) => l.msg === "worker started"),
-      );
+      const started = await startLine(worker);
       expect(started.metrics).toBe(`http://127.0.0.1:${port}/metrics`);
       // A maintenance job any worker may run: this one is the only worker of the catalog.
       const job = await new JobQueue(catalog().db).enqueue(catalog().db, {
@@ -373,14 +378,7 @@ describeEachDatabase("a worker's /metrics and the queue's depth", (catalog) => {
       STRATA_METRICS_TOKEN: METRICS_TOKEN,
     });
     try {
-      const started = await waitFor("the worker's start line", async () =>
-        worker
-          .stderr()
-          .split("\n")
-          .filter((l) => l.startsWith("{"))
-          .map((l) => JSON.parse(l) as Line)
-          .find((l) => l.msg === "worker started"),
-      );
+      const started = await startLine(worker);
       expect(started.metrics).toBe("none (no --metrics-port or STRATA_WORKER_METRICS_PORT)");
     } finally {
       await stopGently(worker);
